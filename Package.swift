@@ -1,0 +1,65 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 mode comes from the tools version;
+/// these upcoming features keep existentials explicit and imports honest.
+let sharedSwiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "WebSocketStreams",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "WebSocketStreams", targets: ["WebSocketStreams"]),
+        .library(name: "WebSocketTestServer", targets: ["WebSocketTestServer"]),
+        .executable(name: "TestServer", targets: ["TestServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibWebSockets",
+            pkgConfig: "libwebsockets",
+            providers: [.apt(["libwebsockets-dev", "libssl-dev"])]
+        ),
+        .target(
+            name: "WebSocketStreams",
+            dependencies: [
+                "CLibWebSockets",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .target(
+            name: "WebSocketTestServer",
+            dependencies: [
+                "CLibWebSockets",
+                "WebSocketStreams",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            path: "TestServer/WebSocketTestServer",
+            swiftSettings: sharedSwiftSettings
+        ),
+        .executableTarget(
+            name: "TestServer",
+            dependencies: [
+                "WebSocketTestServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "TestServer/TestServer",
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
+            name: "WebSocketStreamsTests",
+            dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets"],
+            swiftSettings: sharedSwiftSettings
+        ),
+    ]
+)

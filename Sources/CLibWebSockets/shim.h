@@ -1,0 +1,137 @@
+// The C surface WebSocketStreams uses: libwebsockets, OpenSSL, and small
+// static inline helpers for what Swift cannot import directly (function-like
+// macros, variadic calls, flag unions).
+#ifndef WEBSOCKETSTREAMS_CLIBWEBSOCKETS_SHIM_H
+#define WEBSOCKETSTREAMS_CLIBWEBSOCKETS_SHIM_H
+
+#include <libwebsockets.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netdb.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+/// `LWS_PRE`: bytes lws needs in front of every payload given to `lws_write`.
+static inline size_t wss_lws_pre(void) { return LWS_PRE; }
+
+/// Names the calling thread (visible in debuggers and `top -H`); at most 15 bytes are kept.
+static inline void wss_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+
+/// `lws_write` with the protocol flags given as a plain integer, so Swift can
+/// combine `LWS_WRITE_BINARY | LWS_WRITE_NO_FIN` without enum arithmetic.
+static inline int wss_write(struct lws *wsi, unsigned char *payload, size_t length, unsigned int flags) {
+    return lws_write(wsi, payload, length, (enum lws_write_protocol)flags);
+}
+
+/// `lws_close_reason` taking the status as a plain integer (any 1000-4999 code).
+static inline void wss_close_reason(struct lws *wsi, unsigned int code, const unsigned char *reason, size_t length) {
+    lws_close_reason(wsi, (enum lws_close_status)code, (unsigned char *)reason, length);
+}
+
+/// Reads a custom (non-token) request or response header; `name` must end with ':'.
+/// Returns the value length, or -1 when the header is absent.
+static inline int wss_custom_header(struct lws *wsi, const char *name, char *destination, int capacity) {
+    int length = lws_hdr_custom_length(wsi, name, (int)strlen(name));
+    if (length < 0 || length + 1 > capacity) return -1;
+    return lws_hdr_custom_copy(wsi, destination, capacity, name, (int)strlen(name));
+}
+
+/// The certificate verification error of an `X509_STORE_CTX`, as OpenSSL's text.
+static inline const char *wss_x509_store_error(void *store_context, int *code) {
+    int error = X509_STORE_CTX_get_error((X509_STORE_CTX *)store_context);
+    *code = error;
+    return X509_verify_cert_error_string(error);
+}
+
+/// The `Sec-WebSocket-Accept` value for a `Sec-WebSocket-Key` (RFC 6455 section 4.2.2),
+/// written NUL-terminated to `out` (at least 29 bytes). Used by the test server's raw routes.
+static inline int wss_websocket_accept(const char *key, char *out, size_t capacity) {
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    char joined[256];
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_length = 0;
+    int length = snprintf(joined, sizeof(joined), "%s%s", key, guid);
+    if (length < 0 || (size_t)length >= sizeof(joined) || capacity < 29) return 0;
+    if (!EVP_Digest(joined, (size_t)length, digest, &digest_length, EVP_sha1(), NULL)) return 0;
+    return EVP_EncodeBlock((unsigned char *)out, digest, (int)digest_length) > 0;
+}
+
+/// Generates a P-256 key pair (EVP_EC_gen is a variadic macro in OpenSSL 3).
+static inline EVP_PKEY *wss_generate_ec_key(void) {
+    return EVP_EC_gen("prime256v1");
+}
+
+/// Adds an X509v3 extension given in OpenSSL's config syntax (e.g. "DNS:localhost,IP:127.0.0.1").
+static inline int wss_add_extension(X509 *certificate, X509 *issuer, int nid, const char *value) {
+    X509V3_CTX context;
+    X509V3_set_ctx_nodb(&context);
+    X509V3_set_ctx(&context, issuer, certificate, NULL, NULL, 0);
+    X509_EXTENSION *extension = X509V3_EXT_conf_nid(NULL, &context, nid, value);
+    if (!extension) return 0;
+    int ok = X509_add_ext(certificate, extension, -1);
+    X509_EXTENSION_free(extension);
+    return ok;
+}
+
+/// Creates a certificate for `subject_key` named `common_name`, valid from
+/// `not_before_days` to `not_after_days` relative to now (negative: the past),
+/// signed by `issuer_key` under `issuer` (NULL: self-signed). `alt_names` may be NULL.
+static inline X509 *wss_make_certificate(EVP_PKEY *subject_key, const char *common_name, long serial,
+                                         int not_before_days, int not_after_days, int is_ca,
+                                         const char *alt_names, X509 *issuer, EVP_PKEY *issuer_key) {
+    X509 *certificate = X509_new();
+    if (!certificate) return NULL;
+    X509_set_version(certificate, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(certificate), serial);
+    X509_gmtime_adj(X509_getm_notBefore(certificate), (long)not_before_days * 86400L);
+    X509_gmtime_adj(X509_getm_notAfter(certificate), (long)not_after_days * 86400L);
+    X509_set_pubkey(certificate, subject_key);
+    X509_NAME *name = X509_get_subject_name(certificate);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)common_name, -1, -1, 0);
+    X509_set_issuer_name(certificate, issuer ? X509_get_subject_name(issuer) : name);
+    X509 *signer = issuer ? issuer : certificate;
+    int ok = 1;
+    if (is_ca) {
+        ok &= wss_add_extension(certificate, signer, NID_basic_constraints, "critical,CA:TRUE");
+        ok &= wss_add_extension(certificate, signer, NID_key_usage, "critical,keyCertSign,cRLSign");
+    } else {
+        ok &= wss_add_extension(certificate, signer, NID_basic_constraints, "CA:FALSE");
+        ok &= wss_add_extension(certificate, signer, NID_ext_key_usage, "serverAuth,clientAuth");
+    }
+    ok &= wss_add_extension(certificate, signer, NID_subject_key_identifier, "hash");
+    if (alt_names && alt_names[0]) ok &= wss_add_extension(certificate, signer, NID_subject_alt_name, alt_names);
+    if (!ok || !X509_sign(certificate, issuer_key ? issuer_key : subject_key, EVP_sha256())) {
+        X509_free(certificate);
+        return NULL;
+    }
+    return certificate;
+}
+
+/// Writes a certificate as PEM to `path`. Returns 1 on success.
+static inline int wss_write_certificate_pem(X509 *certificate, const char *path) {
+    FILE *file = fopen(path, "w");
+    if (!file) return 0;
+    int ok = PEM_write_X509(file, certificate);
+    fclose(file);
+    return ok;
+}
+
+/// Writes a private key as unencrypted PKCS#8 PEM to `path` with mode 0600. Returns 1 on success.
+static inline int wss_write_private_key_pem(EVP_PKEY *key, const char *path) {
+    int descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (descriptor < 0) return 0;
+    FILE *file = fdopen(descriptor, "w");
+    if (!file) { close(descriptor); return 0; }
+    int ok = PEM_write_PrivateKey(file, key, NULL, NULL, 0, NULL, NULL);
+    fclose(file);
+    return ok;
+}
+
+#endif

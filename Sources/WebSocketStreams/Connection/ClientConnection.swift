@@ -1,0 +1,227 @@
+import Logging
+import Synchronization
+
+/// The internal core of one client connection.
+///
+/// It holds the ``ConnectionStateMachine`` behind one lock, shared by the user's tasks
+/// and the service thread, and the ``ClientTransport`` that only the service thread
+/// touches. User operations take the lock, get an action back, release the lock and
+/// then resume continuations or wake the loop: nothing is resumed, awaited or called
+/// out to while the lock is held.
+///
+/// The core posts *itself* to the loop when it needs service, so the hot paths
+/// (send, consume) allocate nothing to cross threads, and a burst of sends costs one wake-up.
+final class ClientConnection: ServiceThreadWork {
+    let url: WebSocketURL
+    let configuration: WebSocketConfiguration
+    let logger: Logger
+    let vhostKey: ClientLoop.VhostKey
+    /// The address lws connects to: a numeric address, or the host name when a proxy
+    /// resolves it.
+    let connectAddress: String
+    let transport: ClientTransport
+    let machine: Mutex<ConnectionStateMachine>
+    private let eventLoop: WebSocketEventLoop
+    private let waiterIDs = Atomic<UInt64>(0)
+
+    init(
+        url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
+        connectAddress: String, proxy: String?, handshakeDeadline: ContinuousClock.Instant
+    ) {
+        self.url = url
+        self.configuration = configuration
+        self.logger = configuration.logger
+        self.eventLoop = eventLoop
+        self.connectAddress = connectAddress
+        vhostKey = ClientLoop.VhostKey(
+            compression: configuration.compression,
+            trustedCAFile: url.isSecure ? configuration.tls.trustedCAFile : nil,
+            clientCertificateFile: url.isSecure ? configuration.tls.clientCertificateFile : nil,
+            clientKeyFile: url.isSecure ? configuration.tls.clientKeyFile : nil,
+            proxy: proxy)
+        machine = Mutex(ConnectionStateMachine(configuration: configuration))
+        transport = ClientTransport(configuration: configuration, url: url, handshakeDeadline: handshakeDeadline)
+    }
+
+    // MARK: - Service thread entry
+
+    func runOnServiceThread() {
+        let requests = machine.withLock { $0.takeRequests() }
+        transport.service(self, requests: requests, loop: eventLoop.clientLoop)
+    }
+
+    /// Asks the service thread to look at this connection.
+    func wake() {
+        eventLoop.serviceThread.post(self)
+    }
+
+    // MARK: - Connecting
+
+    /// Starts the handshake and waits for it. Throws a ``WebSocketError`` or `CancellationError`.
+    func connect() async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                switch machine.withLock({ $0.awaitConnect(continuation) }) {
+                case .resume(let waiter, let error):
+                    if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+                case .wait:
+                    let loop = eventLoop.clientLoop
+                    let posted = eventLoop.serviceThread.post(LoopClosure { [self] in loop.open(self) })
+                    if !posted {
+                        let finale = machine.withLock { $0.connectFailed(.connectionFailed("the event loop has been shut down")) }
+                        finale?.run()
+                    }
+                }
+            }
+        } onCancel: {
+            let (waiter, wake) = machine.withLock { $0.cancelConnect() }
+            waiter?.resume(throwing: CancellationError())
+            if wake { self.wake() }
+        }
+    }
+
+    // MARK: - Sending
+
+    func send(_ message: WebSocketMessage) async throws {
+        switch machine.withLock({ $0.send(message) }) {
+        case .accepted(let wake):
+            if wake { self.wake() }
+            return
+        case .fail(let error):
+            throw error
+        case .mustWait:
+            break
+        }
+        let id = waiterIDs.add(1, ordering: .relaxed).newValue
+        defer { machine.withLock { $0.senderFinished(id: id) } }
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                switch machine.withLock({ $0.park(sender: id, message: message, continuation: continuation) }) {
+                case .parked:
+                    break
+                case .resume(let sender, let wake):
+                    if wake { self.wake() }
+                    sender.resume()
+                case .fail(let sender, let error):
+                    sender.resume(throwing: error)
+                }
+            }
+        } onCancel: {
+            machine.withLock { $0.cancelSender(id: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    // MARK: - Ping
+
+    func ping() async throws -> Duration {
+        let id = waiterIDs.add(1, ordering: .relaxed).newValue
+        defer { machine.withLock { $0.pingFinished(id: id) } }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Duration, any Error>) in
+                switch machine.withLock({ $0.ping(id: id, waiter: continuation) }) {
+                case .wait(let wake):
+                    if wake { self.wake() }
+                case .fail(let waiter, let error):
+                    waiter.resume(throwing: error)
+                }
+            }
+        } onCancel: {
+            machine.withLock { $0.cancelPing(id: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    // MARK: - Closing
+
+    func close(code: WebSocketCloseCode, reason: String) async {
+        var code = code
+        if !code.isSendable {
+            logger.error("close code \(code) may not be sent; closing with 1000 instead")
+            code = .normalClosure
+        }
+        let reason = Self.truncatedCloseReason(reason)
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            switch machine.withLock({ $0.close(code: code, reason: reason, waiter: continuation) }) {
+            case .done:
+                continuation.resume()
+            case .wait(let wake, let failedSenders):
+                if wake { self.wake() }
+                let error = machine.withLock { $0.closedError }
+                for sender in failedSenders { sender.resume(throwing: error) }
+            }
+        }
+    }
+
+    /// Closes with 1001 without waiting (the event loop is shutting down).
+    func closeForShutdown() {
+        let (wake, failedSenders, error) = machine.withLock { machine in
+            let result = machine.closeWithoutWaiting(code: .goingAway, reason: "")
+            return (result.wake, result.failedSenders, machine.closedError)
+        }
+        if wake { self.wake() }
+        for sender in failedSenders { sender.resume(throwing: error) }
+    }
+
+    /// A close reason fits in 123 bytes (a control frame's 125 minus the code); longer
+    /// ones are cut at a character boundary.
+    static func truncatedCloseReason(_ reason: String) -> String {
+        guard reason.utf8.count > 123 else { return reason }
+        var result = ""
+        for character in reason {
+            if result.utf8.count + character.utf8.count > 123 { break }
+            result.append(character)
+        }
+        return result
+    }
+
+    // MARK: - Consuming
+
+    /// The next received message, or `nil` once the connection has ended and the buffer is empty.
+    func next() async -> WebSocketMessage? {
+        switch machine.withLock({ $0.next() }) {
+        case .message(let message, let wake):
+            if wake { self.wake() }
+            return message
+        case .finished:
+            return nil
+        case .wait:
+            break
+        }
+        return await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+            if let (consumer, message, wake) = machine.withLock({ $0.park(consumer: continuation) }) {
+                if wake { self.wake() }
+                consumer.resume(returning: message)
+            }
+        }
+    }
+
+    func streamStarted() {
+        machine.withLock { $0.streamStarted() }
+    }
+
+    func streamEnded() {
+        if machine.withLock({ $0.streamEnded() }) { wake() }
+    }
+
+    func consumerCancelled() {
+        let (consumers, wake) = machine.withLock { $0.consumerCancelled() }
+        if wake { self.wake() }
+        for consumer in consumers { consumer.resume(returning: nil) }
+    }
+
+    func handleReleased() {
+        if machine.withLock({ $0.handleReleased() }) { wake() }
+    }
+}
+
+extension ConnectionStateMachine.Finale {
+    /// Resumes and fails everything the ended connection still owed. Call without the lock.
+    func run() {
+        if let connectWaiter {
+            connectWaiter.resume(throwing: connectError ?? error)
+        }
+        for consumer in consumers { consumer.resume(returning: nil) }
+        for sender in parkedSenders { sender.resume(throwing: error) }
+        for ping in pings { ping.resume(throwing: error) }
+        for waiter in closeWaiters { waiter.resume() }
+    }
+}

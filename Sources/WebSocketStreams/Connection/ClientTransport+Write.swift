@@ -1,0 +1,100 @@
+import CLibWebSockets
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+extension ClientTransport {
+    /// The socket can take more (`LWS_CALLBACK_CLIENT_WRITEABLE`).
+    ///
+    /// Writes pings first, then queued messages up to ``ClientLoop/writeBudget`` bytes
+    /// (taking them from the shared queue in batches, one lock per batch), then the close
+    /// frame once nothing is left. Messages longer than ``ClientLoop/fragmentSize`` go out
+    /// as fragments through the loop's one write buffer, so memory stays bounded however
+    /// large the message. Asks to be called again while anything remains.
+    func writeable(_ connection: ClientConnection, loop: ClientLoop) -> Int32 {
+        guard let wsi, !failing else { return failing ? -1 : 0 }
+        if keepaliveDue {
+            keepaliveDue = false
+            keepaliveCounter += 1
+            guard writePing(tag: .keepalive, id: keepaliveCounter, loop: loop) else { return -1 }
+        }
+        var budget = ClientLoop.writeBudget
+        var moreQueued = false
+        while budget > 0 {
+            if inProgress == nil {
+                if writing.isEmpty {
+                    var batch = ConnectionStateMachine.WriteBatch()
+                    moreQueued = connection.machine.withLock { machine in
+                        machine.takeWrites(budget: budget, into: &batch, now: .now)
+                        return machine.hasPendingWrites
+                    }
+                    for sender in batch.admitted { sender.resume() }
+                    for id in batch.pings {
+                        guard writePing(tag: .user, id: id, loop: loop) else { return -1 }
+                    }
+                    writing.append(contentsOf: batch.messages)
+                    if let close = batch.close { closeToSend = close }
+                    if writing.isEmpty { break }
+                }
+                inProgress = OutgoingMessage(message: writing.removeFirst())
+            }
+            guard let written = writeNextFragment(loop: loop) else { return -1 }
+            budget -= written
+        }
+        if inProgress == nil, writing.isEmpty, !moreQueued, let close = closeToSend {
+            closeToSend = nil
+            sendClose(wsi, code: close.code, reason: close.reason)
+            return -1
+        }
+        if inProgress != nil || !writing.isEmpty || moreQueued {
+            lws_callback_on_writable(wsi)
+        }
+        return 0
+    }
+
+    /// Writes the next fragment of ``inProgress``; returns the payload bytes written, or
+    /// `nil` when lws failed (the connection is then closing).
+    private func writeNextFragment(loop: ClientLoop) -> Int? {
+        guard let wsi, var outgoing = inProgress else { return 0 }
+        let payload = loop.writeBuffer + loop.writeHeadroom
+        let total = outgoing.message.byteCount
+        let start = outgoing.offset
+        let count = min(ClientLoop.fragmentSize, total - start)
+        let isBinary: Bool
+        switch outgoing.message {
+        case .text(var string):
+            isBinary = false
+            string.withUTF8 { bytes in
+                if count > 0 { payload.copyMemory(from: bytes.baseAddress! + start, byteCount: count) }
+            }
+        case .binary(let data):
+            isBinary = true
+            data.withUnsafeBytes { bytes in
+                if count > 0 { payload.copyMemory(from: bytes.baseAddress! + start, byteCount: count) }
+            }
+        }
+        let isFirst = start == 0
+        let isLast = start + count == total
+        var flags: UInt32
+        if isFirst {
+            flags = isBinary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue
+        } else {
+            flags = LWS_WRITE_CONTINUATION.rawValue
+        }
+        if !isLast { flags |= LWS_WRITE_NO_FIN.rawValue }
+        let result = wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), count, flags)
+        guard result >= 0 else { return nil }
+        outgoing.offset += count
+        inProgress = isLast ? nil : outgoing
+        return max(count, 1)
+    }
+
+    /// Writes a ping whose payload is a tag byte and an 8-byte id.
+    private func writePing(tag: PingTag, id: UInt64, loop: ClientLoop) -> Bool {
+        guard let wsi else { return false }
+        let payload = loop.writeBuffer + loop.writeHeadroom
+        payload.storeBytes(of: tag.rawValue, as: UInt8.self)
+        payload.storeBytes(of: id.bigEndian, toByteOffset: 1, as: UInt64.self)
+        return wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), 9, LWS_WRITE_PING.rawValue) >= 0
+    }
+}

@@ -1,0 +1,368 @@
+import CLibWebSockets
+import DequeModule
+import FoundationEssentials
+import Logging
+import Synchronization
+
+/// The service-thread half of a client connection: it turns libwebsockets callbacks
+/// into state machine events and carries out what the state machine asks for (write,
+/// pause or resume reading, close).
+///
+/// Everything here runs on the loop's service thread (lws callbacks and posted work),
+/// so its state needs no lock; the shared state lives in ``ClientConnection/machine``.
+// @unchecked: confined to the loop's service thread; see above.
+final class ClientTransport: @unchecked Sendable {
+    /// An outgoing message being written, possibly in several fragments.
+    struct OutgoingMessage {
+        var message: WebSocketMessage
+        var offset = 0
+    }
+
+    /// A message being received in several chunks.
+    enum PartialMessage {
+        case text([UInt8], UTF8Validator)
+        case binary(Data)
+    }
+
+    /// Ping payloads start with a tag so pongs can be told apart.
+    enum PingTag: UInt8 {
+        case user = 0x55
+        case keepalive = 0x4B
+    }
+
+    let configuration: WebSocketConfiguration
+    let url: WebSocketURL
+    let handshakeDeadline: ContinuousClock.Instant
+    /// Request headers as NUL-terminated `name:` / value byte arrays, ready for lws.
+    let headerLines: [(name: [UInt8], value: [UInt8])]
+
+    var wsi: OpaquePointer?
+    var didOpen = false
+    var ended = false
+    var destroyed = false
+    var handshakeStatus = 0
+    var rejectionHeaders: [String: String] = [:]
+    var tlsError: String?
+    var subprotocol: String?
+    var extensions: String?
+
+    var partial: PartialMessage?
+    var partialSize = 0
+    var readingPaused = false
+    /// Set once this side decided to fail the connection; later chunks are ignored.
+    var failing = false
+
+    var writing = Deque<WebSocketMessage>()
+    var inProgress: OutgoingMessage?
+    var closeToSend: (code: WebSocketCloseCode, reason: String)?
+    var closeTimerArmed = false
+
+    var keepaliveDue = false
+    var keepaliveDeadline: ContinuousClock.Instant?
+    var keepaliveCounter: UInt64 = 0
+
+    /// How long a close may take (queued messages, the close handshake) before the socket is dropped.
+    static let closeTimeout: Duration = .seconds(10)
+
+    init(configuration: WebSocketConfiguration, url: WebSocketURL, handshakeDeadline: ContinuousClock.Instant) {
+        self.configuration = configuration
+        self.url = url
+        self.handshakeDeadline = handshakeDeadline
+        var lines: [(name: [UInt8], value: [UInt8])] = []
+        var headers = configuration.headers
+        if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
+            headers["Authorization"] = authorization
+        }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            lines.append((Array((name.lowercased() + ":").utf8) + [0], Array(value.utf8) + [0]))
+        }
+        headerLines = lines
+    }
+
+    // MARK: - Callbacks
+
+    func handle(
+        wsi: OpaquePointer, reason: lws_callback_reasons,
+        user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int,
+        loop: ClientLoop
+    ) -> Int32 {
+        guard let connection = connection(of: wsi) else { return 0 }
+        self.wsi = wsi
+        switch reason {
+        case LWS_CALLBACK_CLIENT_RECEIVE:
+            return receive(connection, input: input, length: length)
+        case LWS_CALLBACK_CLIENT_WRITEABLE:
+            return writeable(connection, loop: loop)
+        case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
+            return pong(connection, input: input, length: length)
+        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+            return appendHeaders(input: input, length: length)
+        case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
+            recordHandshakeResponse()
+        case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+            subprotocol = header(WSI_TOKEN_PROTOCOL)
+            extensions = header(WSI_TOKEN_EXTENSIONS)
+        case LWS_CALLBACK_CLIENT_ESTABLISHED:
+            established(connection)
+        case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+            let message = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) }
+            if handshakeStatus == 0 { recordHandshakeResponse() }
+            end(connection, connectError: connectError(lwsMessage: message))
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            peerClosed(connection, input: input, length: length)
+        case LWS_CALLBACK_CLIENT_CLOSED, LWS_CALLBACK_CLOSED_CLIENT_HTTP:
+            end(connection, connectError: nil)
+        case LWS_CALLBACK_TIMER:
+            return timerFired(connection)
+        case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
+            if length == 0, let user {
+                var code: Int32 = 0
+                let text = String(cString: wss_x509_store_error(user, &code))
+                if tlsError == nil { tlsError = "\(text) (X509 error \(code))" }
+            }
+        case LWS_CALLBACK_WSI_DESTROY:
+            destroyed = true
+            end(connection, connectError: nil)
+            self.wsi = nil
+        default:
+            break
+        }
+        return 0
+    }
+
+    private func connection(of wsi: OpaquePointer) -> ClientConnection? {
+        guard let opaque = lws_get_opaque_user_data(wsi) else { return nil }
+        return Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue()
+    }
+
+    // MARK: - Connecting
+
+    /// Starts the handshake (service thread, from ``ClientLoop/open(_:)``).
+    func connect(_ connection: ClientConnection, context: OpaquePointer, vhost: OpaquePointer, loop: ClientLoop) {
+        if connection.machine.withLock({ $0.connectCancelled }) {
+            loop.forget(connection)
+            return
+        }
+        var info = lws_client_connect_info()
+        info.context = context
+        info.vhost = vhost
+        info.port = Int32(url.port)
+        info.ietf_version_or_minus_one = -1
+        info.opaque_user_data = Unmanaged.passUnretained(connection).toOpaque()
+        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
+        if url.isSecure {
+            var flags = Int32(LCCSCF_USE_SSL.rawValue)
+            if configuration.tls.allowUntrustedCertificates {
+                flags |= Int32(LCCSCF_ALLOW_SELFSIGNED.rawValue | LCCSCF_ALLOW_INSECURE.rawValue
+                    | LCCSCF_ALLOW_EXPIRED.rawValue | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue)
+            }
+            info.ssl_connection = flags
+        }
+        let protocols = configuration.subprotocols.isEmpty ? nil : configuration.subprotocols.joined(separator: ", ")
+        let created: OpaquePointer? = connection.connectAddress.withCString { address in
+            url.pathAndQuery.withCString { path in
+                url.hostHeader.withCString { host in
+                    withOptionalCString(configuration.origin) { origin in
+                        withOptionalCString(protocols) { protocols in
+                            ClientLoop.protocolName.withCString { localProtocol in
+                                info.address = address
+                                info.path = path
+                                info.host = host
+                                info.origin = origin
+                                info.protocol = protocols
+                                info.local_protocol_name = localProtocol
+                                return lws_client_connect_via_info(&info)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard let created, !destroyed else {
+            if !ended {
+                end(connection, connectError: tlsError.map(WebSocketError.tlsFailure)
+                    ?? .connectionFailed("libwebsockets could not start a connection to \(url.hostHeader)"))
+            }
+            // No WSI_DESTROY will come for a wsi that was never returned.
+            if !destroyed { loop.forget(connection) }
+            return
+        }
+        wsi = created
+        if !ended {
+            let remaining = max(.milliseconds(1), handshakeDeadline - .now)
+            lws_set_timer_usecs(created, remaining.microseconds)
+        }
+    }
+
+    private func appendHeaders(input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        guard let input, !headerLines.isEmpty, let wsi else { return 0 }
+        let position = input.assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self)
+        guard let start = position.pointee else { return 0 }
+        let end = start + length
+        for (name, value) in headerLines {
+            let added = name.withUnsafeBufferPointer { name in
+                value.withUnsafeBufferPointer { value in
+                    lws_add_http_header_by_name(wsi, name.baseAddress, value.baseAddress, Int32(value.count - 1), position, end)
+                }
+            }
+            if added != 0 { return -1 }
+        }
+        return 0
+    }
+
+    private func recordHandshakeResponse() {
+        guard let wsi else { return }
+        handshakeStatus = Int(lws_http_client_http_response(wsi))
+        guard handshakeStatus != 101, handshakeStatus != 0 else { return }
+        let names: [(lws_token_indexes, String)] = [
+            (WSI_TOKEN_HTTP_WWW_AUTHENTICATE, "WWW-Authenticate"), (WSI_TOKEN_HTTP_RETRY_AFTER, "Retry-After"),
+            (WSI_TOKEN_HTTP_CONTENT_TYPE, "Content-Type"), (WSI_TOKEN_HTTP_LOCATION, "Location"),
+            (WSI_TOKEN_HTTP_SERVER, "Server"), (WSI_TOKEN_HTTP_SET_COOKIE, "Set-Cookie"),
+            (WSI_TOKEN_HTTP_CONTENT_LENGTH, "Content-Length"),
+        ]
+        for (token, name) in names {
+            if let value = header(token) { rejectionHeaders[name] = value }
+        }
+    }
+
+    /// A response header lws parsed, or `nil`.
+    func header(_ token: lws_token_indexes) -> String? {
+        guard let wsi else { return nil }
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    private func established(_ connection: ClientConnection) {
+        didOpen = true
+        guard let wsi else { return }
+        let waiter = connection.machine.withLock { $0.established(subprotocol: subprotocol, extensions: extensions) }
+        if let interval = configuration.pingInterval {
+            lws_set_timer_usecs(wsi, interval.microseconds)
+        } else {
+            lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
+        }
+        waiter?.resume()
+    }
+
+    func connectError(lwsMessage: String?) -> WebSocketError {
+        if handshakeStatus != 0 && handshakeStatus != 101 {
+            return .handshakeRejected(status: handshakeStatus, headers: rejectionHeaders)
+        }
+        if let tlsError { return .tlsFailure(tlsError) }
+        let message = lwsMessage ?? "the connection failed"
+        if url.isSecure, message.hasPrefix("error:") || message.lowercased().contains("ssl")
+            || message.lowercased().contains("tls") {
+            return .tlsFailure("the TLS handshake with \(url.hostHeader) failed (\(message))")
+        }
+        return .connectionFailed("\(message) (\(url.hostHeader))")
+    }
+
+    /// Fails a connection that never reached lws (no vhost, loop gone).
+    func failBeforeConnect(_ connection: ClientConnection, _ error: WebSocketError) {
+        end(connection, connectError: error)
+    }
+
+    /// Ends the connection on this side: resumes or fails everything still waiting.
+    func end(_ connection: ClientConnection, connectError: WebSocketError?) {
+        guard !ended else { return }
+        ended = true
+        let error = connectError ?? (didOpen ? nil : self.connectError(lwsMessage: "the connection closed during the opening handshake"))
+        let finale = connection.machine.withLock { machine in
+            if let error, !didOpen { return machine.connectFailed(error) }
+            return machine.transportClosed()
+        }
+        finale?.run()
+    }
+
+    // MARK: - Service requests
+
+    /// Carries out what user tasks asked for (service thread, from posted work).
+    func service(_ connection: ClientConnection, requests: ConnectionStateMachine.ServiceRequests, loop: ClientLoop) {
+        guard let wsi, !ended, !destroyed else { return }
+        if requests.contains(.abort), !didOpen {
+            // Fire the handshake timer now; it ends the half-open connection.
+            lws_set_timer_usecs(wsi, 1)
+            return
+        }
+        if requests.contains(.resumeReading), readingPaused {
+            readingPaused = false
+            lws_rx_flow_control(wsi, 1)
+        }
+        if requests.contains(.write), didOpen {
+            if !closeTimerArmed, connection.machine.withLock({ $0.isClosingLocally }) {
+                closeTimerArmed = true
+                lws_set_timer_usecs(wsi, Self.closeTimeout.microseconds)
+            }
+            lws_callback_on_writable(wsi)
+        }
+    }
+
+    // MARK: - Timers
+
+    private func timerFired(_ connection: ClientConnection) -> Int32 {
+        guard !ended else { return 0 }
+        if !didOpen {
+            let cancelled = connection.machine.withLock { $0.connectCancelled }
+            end(connection, connectError: cancelled ? .connectionFailed("the connect was cancelled") : .timedOut)
+            return -1
+        }
+        if closeTimerArmed {
+            connection.logger.debug("close did not finish in \(Self.closeTimeout); dropping the socket")
+            return -1
+        }
+        let now = ContinuousClock.now
+        if let keepaliveDeadline, now >= keepaliveDeadline {
+            connection.machine.withLock { $0.failed(with: .pongTimeout, closeCode: nil) }
+            connection.logger.debug("no pong within \(configuration.pongTimeout); dropping the connection")
+            return -1
+        }
+        guard let wsi else { return 0 }
+        keepaliveDue = true
+        keepaliveDeadline = now + configuration.pongTimeout
+        lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds)
+        lws_callback_on_writable(wsi)
+        return 0
+    }
+
+    private func pong(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+        let now = ContinuousClock.now
+        if keepaliveDeadline != nil, let wsi, !closeTimerArmed {
+            keepaliveDeadline = nil
+            if let interval = configuration.pingInterval { lws_set_timer_usecs(wsi, interval.microseconds) }
+        }
+        guard let input, length == 9, input.load(as: UInt8.self) == PingTag.user.rawValue else { return 0 }
+        let id = UInt64(bigEndian: input.loadUnaligned(fromByteOffset: 1, as: UInt64.self))
+        if let (waiter, roundTrip) = connection.machine.withLock({ $0.pong(id: id, at: now) }) {
+            waiter.resume(returning: roundTrip)
+        }
+        return 0
+    }
+
+    // MARK: - Peer close
+
+    private func peerClosed(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) {
+        var code = WebSocketCloseCode.noStatusReceived
+        var reason = ""
+        if let input, length >= 2 {
+            let bytes = input.assumingMemoryBound(to: UInt8.self)
+            code = WebSocketCloseCode(rawValue: UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
+            reason = String(decoding: UnsafeBufferPointer(start: bytes + 2, count: length - 2), as: UTF8.self)
+        }
+        let (senders, error) = connection.machine.withLock { machine in
+            machine.peerClosed(code: code, reason: reason)
+            return (machine.takeParkedSendersIfClosing(), machine.closedError)
+        }
+        for sender in senders { sender.resume(throwing: error) }
+    }
+}
+
+extension Duration {
+    /// Whole microseconds, at least 1 (lws timers take microseconds).
+    var microseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(1, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+    }
+}

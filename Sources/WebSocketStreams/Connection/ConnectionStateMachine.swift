@@ -1,0 +1,440 @@
+/// The state of one client connection, shared by the user's tasks and the service thread.
+///
+/// A pure value: every method takes an event, updates the state and returns what must
+/// be done (continuations to resume, whether to wake the service thread). The storage
+/// runs it under a lock and carries the action out after releasing the lock.
+///
+/// Phases: `connecting` → `open` → `closing` → `closed`; `connecting` may go straight to
+/// `closed` (handshake failure), `open` may too (TCP loss).
+struct ConnectionStateMachine {
+    enum Phase: Equatable, Sendable {
+        case connecting
+        case open
+        case closing
+        case closed
+    }
+
+    /// Work the service thread must do on its next pass over the connection.
+    struct ServiceRequests: OptionSet, Sendable {
+        let rawValue: UInt8
+        /// Something is queued to write (messages, pings or the close frame).
+        static let write = ServiceRequests(rawValue: 1 << 0)
+        /// The consumer caught up: read from the socket again.
+        static let resumeReading = ServiceRequests(rawValue: 1 << 1)
+        /// Drop the connection now (connect cancelled or timed out by the caller).
+        static let abort = ServiceRequests(rawValue: 1 << 2)
+    }
+
+    typealias ConnectWaiter = CheckedContinuation<Void, any Error>
+    typealias PingWaiter = CheckedContinuation<Duration, any Error>
+    typealias CloseWaiter = UnsafeContinuation<Void, Never>
+
+    struct PendingPing {
+        let id: UInt64
+        let continuation: PingWaiter
+        var writtenAt: ContinuousClock.Instant?
+    }
+
+    /// How the connection ended.
+    struct Termination: Sendable {
+        var code: WebSocketCloseCode
+        var reason: String
+        var error: WebSocketError?
+    }
+
+    private(set) var phase: Phase = .connecting
+    private var connectWaiter: ConnectWaiter?
+    private var inbound: InboundQueue
+    private var outbound: OutboundQueue
+    private var pings: [PendingPing] = []
+    /// The close frame to send once the outbound queue is written, and whether it went out.
+    private var localClose: (code: WebSocketCloseCode, reason: String)?
+    private var localCloseTaken = false
+    private var peerClose: (code: WebSocketCloseCode, reason: String)?
+    private var closeWaiters: [CloseWaiter] = []
+    private var serviceScheduled = false
+    private var requests: ServiceRequests = []
+    /// Set when something ended the connection with an error before the transport closed.
+    private var pendingError: WebSocketError?
+    private(set) var termination: Termination?
+    private(set) var unsentMessages: [WebSocketMessage] = []
+    private(set) var subprotocol: String?
+    private(set) var negotiatedExtensions: String?
+    private var iteratingStreams = 0
+    private var isHandleReleased = false
+
+
+    init(configuration: WebSocketConfiguration) {
+        inbound = InboundQueue(
+            maxMessages: configuration.maxBufferedMessages, maxBytes: configuration.maxBufferedBytes)
+        outbound = OutboundQueue(highWatermark: configuration.maxBufferedSendBytes)
+    }
+
+    // MARK: - Scheduling
+
+    /// Adds service requests; returns `true` when the caller must post the connection to
+    /// the service thread (it was not already scheduled).
+    private mutating func request(_ newRequests: ServiceRequests) -> Bool {
+        requests.formUnion(newRequests)
+        if serviceScheduled { return false }
+        serviceScheduled = true
+        return true
+    }
+
+    /// The service thread picks up the pending requests.
+    mutating func takeRequests() -> ServiceRequests {
+        serviceScheduled = false
+        defer { requests = [] }
+        return requests
+    }
+
+    // MARK: - Connecting
+
+    enum ConnectAction {
+        case wait
+        case resume(ConnectWaiter, throwing: (any Error)?)
+    }
+
+    /// `connect` waits for the handshake.
+    mutating func awaitConnect(_ waiter: ConnectWaiter) -> ConnectAction {
+        if connectCancelled { return .resume(waiter, throwing: CancellationError()) }
+        switch phase {
+        case .connecting:
+            connectWaiter = waiter
+            return .wait
+        case .open:
+            return .resume(waiter, throwing: nil)
+        case .closing, .closed:
+            return .resume(waiter, throwing: pendingError ?? closedError)
+        }
+    }
+
+    /// Whether the caller gave up on the handshake.
+    private(set) var connectCancelled = false
+
+    /// The caller gave up on the handshake: its waiter (to resume with `CancellationError`)
+    /// and whether to wake the loop to drop the half-open connection.
+    mutating func cancelConnect() -> (waiter: ConnectWaiter?, wake: Bool) {
+        guard phase == .connecting else { return (nil, false) }
+        connectCancelled = true
+        defer { connectWaiter = nil }
+        return (connectWaiter, request(.abort))
+    }
+
+    /// The handshake succeeded.
+    mutating func established(subprotocol: String?, extensions: String?) -> ConnectWaiter? {
+        guard phase == .connecting else { return nil }
+        phase = .open
+        self.subprotocol = subprotocol
+        negotiatedExtensions = extensions
+        defer { connectWaiter = nil }
+        return connectWaiter
+    }
+
+    // MARK: - Sending
+
+    enum SendAction {
+        case accepted(wake: Bool)
+        case mustWait
+        case fail(WebSocketError)
+    }
+
+    mutating func send(_ message: WebSocketMessage) -> SendAction {
+        guard phase == .open else { return .fail(closedError) }
+        if outbound.isFull { return .mustWait }
+        outbound.append(message)
+        return .accepted(wake: request(.write))
+    }
+
+    enum ParkAction {
+        case parked
+        case resume(OutboundQueue.Sender, wake: Bool)
+        case fail(OutboundQueue.Sender, any Error)
+    }
+
+    mutating func park(
+        sender id: UInt64, message: WebSocketMessage, continuation: OutboundQueue.Sender
+    ) -> ParkAction {
+        guard phase == .open else { return .fail(continuation, closedError) }
+        switch outbound.park(id: id, message: message, continuation: continuation) {
+        case .parked: return .parked
+        case .cancelled: return .fail(continuation, CancellationError())
+        case .accepted: return .resume(continuation, wake: request(.write))
+        }
+    }
+
+    mutating func cancelSender(id: UInt64) -> OutboundQueue.Sender? {
+        outbound.cancel(id: id)
+    }
+
+    mutating func senderFinished(id: UInt64) {
+        outbound.forgetCancellation(id: id)
+    }
+
+    /// What the service thread writes on one writable pass.
+    struct WriteBatch {
+        var messages: [WebSocketMessage] = []
+        var pings: [UInt64] = []
+        var close: (code: WebSocketCloseCode, reason: String)?
+        var admitted: [OutboundQueue.Sender] = []
+    }
+
+    /// Takes what to write next: pings first, then messages up to `budget` bytes, then the
+    /// close frame once no message is left.
+    mutating func takeWrites(budget: Int, into batch: inout WriteBatch, now: ContinuousClock.Instant) {
+        for index in pings.indices where pings[index].writtenAt == nil {
+            pings[index].writtenAt = now
+            batch.pings.append(pings[index].id)
+        }
+        outbound.take(budget: budget, into: &batch.messages, admitted: &batch.admitted)
+        if outbound.isEmpty, let localClose, !localCloseTaken {
+            localCloseTaken = true
+            batch.close = localClose
+        }
+    }
+
+    /// Whether writes are waiting (asked after a writable pass).
+    var hasPendingWrites: Bool {
+        !outbound.isEmpty || (localClose != nil && !localCloseTaken) || pings.contains { $0.writtenAt == nil }
+    }
+
+    // MARK: - Receiving
+
+    enum ReceiveAction {
+        case deliver(InboundQueue.Consumer, WebSocketMessage)
+        case none
+        case pauseReading
+    }
+
+    /// A whole message arrived (service thread).
+    mutating func receive(_ message: WebSocketMessage) -> ReceiveAction {
+        switch inbound.receive(message) {
+        case .deliver(let consumer): .deliver(consumer, message)
+        case .buffered: .none
+        case .bufferedPauseReading: .pauseReading
+        }
+    }
+
+    enum NextAction {
+        case message(WebSocketMessage, wake: Bool)
+        case finished
+        case wait
+    }
+
+    /// The consumer wants the next message.
+    mutating func next() -> NextAction {
+        switch inbound.next() {
+        case .message(let message, let resumeReading):
+            let wake = resumeReading && phase != .closed ? request(.resumeReading) : false
+            return .message(message, wake: wake)
+        case .wait:
+            return phase == .closed ? .finished : .wait
+        }
+    }
+
+    /// Parks the consumer; resumes it at once when a message or the end arrived meanwhile.
+    mutating func park(consumer: InboundQueue.Consumer) -> (resume: InboundQueue.Consumer, with: WebSocketMessage?, wake: Bool)? {
+        switch next() {
+        case .message(let message, let wake): return (consumer, message, wake)
+        case .finished: return (consumer, nil, false)
+        case .wait:
+            if consumersCancelled { return (consumer, nil, false) }
+            inbound.park(consumer)
+            return nil
+        }
+    }
+
+    // MARK: - Consumer lifetime
+
+    /// A `messages` stream started iterating.
+    mutating func streamStarted() {
+        iteratingStreams += 1
+    }
+
+    /// A `messages` iteration ended (break, or the stream was released while iterating):
+    /// the connection goes away with 1001. Returns whether to wake the loop.
+    mutating func streamEnded() -> Bool {
+        iteratingStreams = max(0, iteratingStreams - 1)
+        return requestClose(code: .goingAway, reason: "")
+    }
+
+    /// The task iterating `messages` was cancelled: parked consumers end now, later ones
+    /// get only what is already buffered, and the connection goes away with 1001.
+    mutating func consumerCancelled() -> (consumers: [InboundQueue.Consumer], wake: Bool) {
+        consumersCancelled = true
+        return (Array(inbound.takeConsumers()), requestClose(code: .goingAway, reason: ""))
+    }
+
+    private var consumersCancelled = false
+
+    /// The user's `WebSocket` handle was released: without an iteration running, nobody
+    /// can use the connection any more, so it goes away with 1001.
+    mutating func handleReleased() -> Bool {
+        isHandleReleased = true
+        guard iteratingStreams == 0 else { return false }
+        return requestClose(code: .goingAway, reason: "")
+    }
+
+    // MARK: - Closing
+
+    enum CloseAction {
+        case wait(wake: Bool, failedSenders: [OutboundQueue.Sender])
+        case done
+    }
+
+    /// `close(code:reason:)`: queue the close frame behind the messages already accepted;
+    /// senders still waiting for room fail.
+    mutating func close(code: WebSocketCloseCode, reason: String, waiter: CloseWaiter) -> CloseAction {
+        if phase == .closed { return .done }
+        let wake = requestClose(code: code, reason: reason)
+        closeWaiters.append(waiter)
+        return .wait(wake: wake, failedSenders: outbound.takeParkedSenders())
+    }
+
+    /// Queues a close frame without a waiter (shutdown); returns whether to wake and the
+    /// senders that will never get room.
+    mutating func closeWithoutWaiting(code: WebSocketCloseCode, reason: String) -> (wake: Bool, failedSenders: [OutboundQueue.Sender]) {
+        (requestClose(code: code, reason: reason), outbound.takeParkedSenders())
+    }
+
+    /// Moves an open connection to `closing` with a close frame to send. Returns whether to wake.
+    private mutating func requestClose(code: WebSocketCloseCode, reason: String) -> Bool {
+        switch phase {
+        case .connecting:
+            return request(.abort)
+        case .open:
+            phase = .closing
+            localClose = (code, reason)
+            return request(.write)
+        case .closing, .closed:
+            return false
+        }
+    }
+
+    /// Senders parked for room will never get it once the connection is closing.
+    mutating func takeParkedSendersIfClosing() -> [OutboundQueue.Sender] {
+        phase == .open ? [] : outbound.takeParkedSenders()
+    }
+
+    /// Whether a close frame has been queued or sent by this side.
+    var isClosingLocally: Bool { localClose != nil }
+
+    /// The peer sent a close frame (lws answers it).
+    mutating func peerClosed(code: WebSocketCloseCode, reason: String) {
+        peerClose = (code, reason)
+        if phase == .open { phase = .closing }
+    }
+
+    /// The service thread ends the connection because of `error` (too large, pong timeout,
+    /// invalid data); `closeCode` is what we send, or nil when the socket is just dropped.
+    mutating func failed(with error: WebSocketError, closeCode: WebSocketCloseCode?, reason: String = "") {
+        if pendingError == nil { pendingError = error }
+        if let closeCode, phase == .open || phase == .closing, !localCloseTaken {
+            localClose = (closeCode, reason)
+            localCloseTaken = true
+        }
+        if phase == .open { phase = .closing }
+    }
+
+    // MARK: - Pings
+
+    enum PingAction {
+        case wait(wake: Bool)
+        case fail(PingWaiter, any Error)
+    }
+
+    /// `ping()` waits for the pong of ping `id`.
+    mutating func ping(id: UInt64, waiter: PingWaiter) -> PingAction {
+        if cancelledPings.remove(id) != nil { return .fail(waiter, CancellationError()) }
+        guard phase == .open else { return .fail(waiter, closedError) }
+        pings.append(PendingPing(id: id, continuation: waiter))
+        return .wait(wake: request(.write))
+    }
+
+    private var cancelledPings = Set<UInt64>()
+
+    /// The task waiting for ping `id` was cancelled: its waiter, if it was registered.
+    mutating func cancelPing(id: UInt64) -> PingWaiter? {
+        if let index = pings.firstIndex(where: { $0.id == id }) {
+            return pings.remove(at: index).continuation
+        }
+        cancelledPings.insert(id)
+        return nil
+    }
+
+    /// Forgets a cancellation mark of a ping that finished.
+    mutating func pingFinished(id: UInt64) {
+        cancelledPings.remove(id)
+    }
+
+    /// A pong arrived carrying `id`: the matching ping's waiter and its round-trip time.
+    mutating func pong(id: UInt64, at now: ContinuousClock.Instant) -> (PingWaiter, Duration)? {
+        guard let index = pings.firstIndex(where: { $0.id == id }), let writtenAt = pings[index].writtenAt else {
+            return nil
+        }
+        let ping = pings.remove(at: index)
+        return (ping.continuation, now - writtenAt)
+    }
+
+    // MARK: - The end
+
+    /// Everything to resume or fail when the transport is gone.
+    struct Finale {
+        var connectWaiter: ConnectWaiter?
+        var connectError: WebSocketError?
+        var consumers: [InboundQueue.Consumer] = []
+        var parkedSenders: [OutboundQueue.Sender] = []
+        var pings: [PingWaiter] = []
+        var closeWaiters: [CloseWaiter] = []
+        var error: WebSocketError = .closed(code: .abnormalClosure, reason: "")
+    }
+
+    /// The handshake failed; ends the connection with `error`.
+    mutating func connectFailed(_ error: WebSocketError) -> Finale? {
+        guard phase == .connecting else { return nil }
+        pendingError = error
+        return transportClosed()
+    }
+
+    /// The socket is gone (closed, dropped, or destroyed). Returns `nil` when already closed.
+    mutating func transportClosed() -> Finale? {
+        if phase == .closed { return nil }
+        let wasConnecting = phase == .connecting
+        phase = .closed
+        var finale = Finale()
+        let code: WebSocketCloseCode
+        let reason: String
+        if let peerClose {
+            (code, reason) = peerClose
+        } else if let localClose, localCloseTaken {
+            (code, reason) = localClose
+        } else {
+            (code, reason) = (.abnormalClosure, "")
+        }
+        termination = Termination(code: code, reason: reason, error: pendingError)
+        finale.error = pendingError ?? .closed(code: code, reason: reason)
+        if wasConnecting {
+            finale.connectWaiter = connectWaiter
+            finale.connectError = pendingError ?? .connectionFailed("the connection closed during the opening handshake")
+            connectWaiter = nil
+        }
+        finale.consumers = Array(inbound.takeConsumers())
+        let drained = outbound.drain()
+        unsentMessages = drained.unsent
+        finale.parkedSenders = drained.parked
+        finale.pings = pings.map(\.continuation)
+        pings = []
+        finale.closeWaiters = closeWaiters
+        closeWaiters = []
+        return finale
+    }
+
+    /// The error for operations that need an open connection.
+    var closedError: WebSocketError {
+        if let termination { return termination.error ?? .closed(code: termination.code, reason: termination.reason) }
+        if let pendingError { return pendingError }
+        if let peerClose { return .closed(code: peerClose.code, reason: peerClose.reason) }
+        if let localClose { return .closed(code: localClose.code, reason: localClose.reason) }
+        return .closed(code: .abnormalClosure, reason: "")
+    }
+}

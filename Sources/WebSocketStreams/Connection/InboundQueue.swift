@@ -1,0 +1,83 @@
+import DequeModule
+
+/// Received messages waiting for the consumer of `messages`, with the high/low
+/// watermarks that pause and resume reading from the socket.
+///
+/// A pure value: it decides, the connection storage acts. Reading pauses when either
+/// limit is reached and resumes once the consumer has drained the queue to a quarter of
+/// both limits, so a slow consumer holds at most about one buffer's worth of data in
+/// memory while the peer is held back by TCP flow control.
+struct InboundQueue {
+    typealias Consumer = UnsafeContinuation<WebSocketMessage?, Never>
+
+    /// The pause limits: reading stops at `maxMessages` messages or `maxBytes` bytes.
+    let maxMessages: Int
+    let maxBytes: Int
+
+    private var messages = Deque<WebSocketMessage>()
+    private var bytes = 0
+    private var consumers = Deque<Consumer>()
+    /// Whether the socket's reading is paused because of this queue.
+    private(set) var isReadingPaused = false
+
+    init(maxMessages: Int, maxBytes: Int) {
+        self.maxMessages = max(1, maxMessages)
+        self.maxBytes = max(1, maxBytes)
+    }
+
+    /// Messages waiting for a consumer.
+    var count: Int { messages.count }
+    /// Whether nothing is buffered.
+    var isEmpty: Bool { messages.isEmpty }
+
+    enum ReceiveAction {
+        /// A consumer was waiting: resume it with the message.
+        case deliver(Consumer)
+        /// Buffered; nothing to do.
+        case buffered
+        /// Buffered and a limit was reached: stop reading the socket.
+        case bufferedPauseReading
+    }
+
+    /// A message arrived from the peer.
+    mutating func receive(_ message: WebSocketMessage) -> ReceiveAction {
+        if let consumer = consumers.popFirst() { return .deliver(consumer) }
+        messages.append(message)
+        bytes += message.byteCount
+        if !isReadingPaused && (messages.count >= maxMessages || bytes >= maxBytes) {
+            isReadingPaused = true
+            return .bufferedPauseReading
+        }
+        return .buffered
+    }
+
+    enum NextAction {
+        /// The next message; `resumeReading` says the socket should be read again.
+        case message(WebSocketMessage, resumeReading: Bool)
+        /// Nothing buffered: the consumer must wait.
+        case wait
+    }
+
+    /// The consumer asks for the next message.
+    mutating func next() -> NextAction {
+        guard let message = messages.popFirst() else { return .wait }
+        bytes -= message.byteCount
+        var resume = false
+        if isReadingPaused && messages.count <= maxMessages / 4 && bytes <= maxBytes / 4 {
+            isReadingPaused = false
+            resume = true
+        }
+        return .message(message, resumeReading: resume)
+    }
+
+    /// Parks a consumer until a message arrives or the connection ends.
+    mutating func park(_ consumer: Consumer) {
+        consumers.append(consumer)
+    }
+
+    /// Removes every parked consumer (the connection ended, or the consumer was cancelled).
+    mutating func takeConsumers() -> Deque<Consumer> {
+        defer { consumers = [] }
+        return consumers
+    }
+}

@@ -1,0 +1,112 @@
+import DequeModule
+
+/// Messages accepted by `send` and not yet handed to libwebsockets, with the senders
+/// waiting for room.
+///
+/// `send` returns as soon as its message is accepted here. While at least
+/// `highWatermark` bytes wait, further senders are parked (their messages not yet
+/// accepted) and are let in, in order, once the service thread has taken the queue
+/// below `highWatermark / 2`.
+struct OutboundQueue {
+    typealias Sender = UnsafeContinuation<Void, any Error>
+
+    struct ParkedSender {
+        let id: UInt64
+        let message: WebSocketMessage
+        let continuation: Sender
+    }
+
+    let highWatermark: Int
+    private var lowWatermark: Int { highWatermark / 2 }
+
+    private var messages = Deque<WebSocketMessage>()
+    private(set) var bytes = 0
+    private var parked = Deque<ParkedSender>()
+    /// Senders cancelled before they parked; consulted when they try to park.
+    private var cancelledBeforeParking = Set<UInt64>()
+
+    init(highWatermark: Int) {
+        self.highWatermark = max(1, highWatermark)
+    }
+
+    /// Whether nothing waits to be written.
+    var isEmpty: Bool { messages.isEmpty }
+
+    /// Whether a new message must wait for room.
+    var isFull: Bool { !parked.isEmpty || bytes >= highWatermark }
+
+    /// Accepts a message (the caller checked ``isFull``).
+    mutating func append(_ message: WebSocketMessage) {
+        messages.append(message)
+        bytes += message.byteCount
+    }
+
+    enum ParkResult {
+        case parked
+        /// The sender was cancelled before it could park.
+        case cancelled
+        /// Room appeared meanwhile: the message was accepted.
+        case accepted
+    }
+
+    /// Parks a sender whose message did not fit, unless it was cancelled or room appeared.
+    mutating func park(id: UInt64, message: WebSocketMessage, continuation: Sender) -> ParkResult {
+        if cancelledBeforeParking.remove(id) != nil { return .cancelled }
+        if !isFull {
+            append(message)
+            return .accepted
+        }
+        parked.append(ParkedSender(id: id, message: message, continuation: continuation))
+        return .parked
+    }
+
+    /// Cancels a parked sender. Returns its continuation, or `nil` when it has not parked
+    /// yet (it will see the cancellation when it does) or was already let in.
+    mutating func cancel(id: UInt64) -> Sender? {
+        if let index = parked.firstIndex(where: { $0.id == id }) {
+            return parked.remove(at: index).continuation
+        }
+        cancelledBeforeParking.insert(id)
+        return nil
+    }
+
+    /// Forgets a cancellation mark for a sender that finished without parking.
+    mutating func forgetCancellation(id: UInt64) {
+        cancelledBeforeParking.remove(id)
+    }
+
+    /// Takes messages for the service thread to write, up to about `budget` bytes (always
+    /// at least one), and lets in parked senders if the queue fell below the low watermark.
+    mutating func take(budget: Int, into batch: inout [WebSocketMessage], admitted: inout [Sender]) {
+        var taken = 0
+        while let message = messages.first, batch.isEmpty || taken + message.byteCount <= budget {
+            messages.removeFirst()
+            taken += message.byteCount
+            bytes -= message.byteCount
+            batch.append(message)
+        }
+        while bytes <= lowWatermark, let sender = parked.popFirst() {
+            append(sender.message)
+            admitted.append(sender.continuation)
+        }
+    }
+
+    /// Empties the queue (the connection ended): the accepted messages never written, and
+    /// the parked senders to fail (their messages were never accepted, so not in `unsent`).
+    mutating func drain() -> (unsent: [WebSocketMessage], parked: [Sender]) {
+        let unsent = Array(messages)
+        let senders = parked.map(\.continuation)
+        messages = []
+        parked = []
+        bytes = 0
+        cancelledBeforeParking = []
+        return (unsent, senders)
+    }
+
+    /// Fails the parked senders (a close was requested) but keeps accepted messages,
+    /// which are still written before the close frame.
+    mutating func takeParkedSenders() -> [Sender] {
+        defer { parked = [] }
+        return parked.map(\.continuation)
+    }
+}

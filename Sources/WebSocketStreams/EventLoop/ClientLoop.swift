@@ -1,0 +1,210 @@
+import CLibWebSockets
+import Glibc
+import Logging
+
+/// The service-thread side of a ``WebSocketEventLoop``: creates the lws context, keeps
+/// one vhost per distinct TLS/proxy/compression setting, owns the connections of the
+/// loop, and routes lws callbacks and log lines to them.
+///
+/// Only the loop's service thread touches this object after creation (all its methods
+/// are `ServiceThreadDelegate` callbacks or are called from them), so its mutable state
+/// needs no lock.
+// @unchecked: confined to the loop's service thread; see above.
+final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
+    /// What makes two connections need different vhosts.
+    struct VhostKey: Hashable {
+        var compression: Bool
+        var trustedCAFile: String?
+        var clientCertificateFile: String?
+        var clientKeyFile: String?
+        /// "address:port" of the HTTP proxy, already resolved.
+        var proxy: String?
+    }
+
+    /// The largest frame written in one piece; larger messages go out as fragments of
+    /// this size through one shared buffer, which bounds memory per connection.
+    static let fragmentSize = 128 * 1024
+    /// Bytes written per writable callback before yielding to other connections.
+    static let writeBudget = 256 * 1024
+
+    // nonisolated(unsafe): written once while initialised, then only read (by lws).
+    nonisolated(unsafe) static let protocols = LWSStatics.makeProtocolTable(name: "websocketstreams-client", receiveBufferSize: 0)
+    static let protocolName = "websocketstreams-client"
+
+    private let loopLogger: Logger
+    private var context: OpaquePointer?
+    private var vhosts: [VhostKey: OpaquePointer] = [:]
+    private var vhostCount = 0
+    /// Strong references to the live connections, dropped at `LWS_CALLBACK_WSI_DESTROY`.
+    private var connections: [ObjectIdentifier: ClientConnection] = [:]
+    /// The connection whose callback is running, so lws log lines reach its logger.
+    private var currentLogger: Logger?
+    private var shutdownWaiter: CheckedContinuation<Void, Never>?
+
+    /// `LWS_PRE` bytes of headroom followed by room for one fragment.
+    let writeBuffer: UnsafeMutableRawPointer
+    let writeHeadroom: Int
+
+    init(logger: Logger) {
+        loopLogger = logger
+        writeHeadroom = wss_lws_pre()
+        writeBuffer = .allocate(byteCount: writeHeadroom + Self.fragmentSize, alignment: 16)
+    }
+
+    deinit {
+        writeBuffer.deallocate()
+    }
+
+    // MARK: - ServiceThreadDelegate
+
+    func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
+        var info = lws_context_creation_info()
+        info.port = CONTEXT_PORT_NO_LISTEN
+        info.protocols = UnsafePointer(Self.protocols)
+        info.extensions = UnsafePointer(LWSStatics.deflateExtensions)
+        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        info.user = contextUser
+        info.gid = -1
+        info.uid = -1
+        // Handshake deadlines are enforced per connection (connectTimeout); keep lws's
+        // own shorter defaults (5 s per address, 20 s overall) out of the way.
+        info.timeout_secs = 600
+        info.connect_timeout_secs = 600
+        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
+        let vhostName = LWSStatics.immortalCString("client-default")
+        info.vhost_name = vhostName
+        guard let context = lws_create_context(&info) else { return nil }
+        self.context = context
+        if let vhost = lws_get_vhost_by_name(context, vhostName) {
+            disableEnvironmentProxy(vhost)
+            vhosts[VhostKey(compression: true)] = vhost
+        }
+        return context
+    }
+
+    func handleCallback(
+        wsi: OpaquePointer?, reason: lws_callback_reasons,
+        user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int
+    ) -> Int32 {
+        guard let wsi, let opaque = lws_get_opaque_user_data(wsi) else { return 0 }
+        let connection = Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue()
+        currentLogger = connection.logger
+        defer { currentLogger = nil }
+        let result = connection.transport.handle(
+            wsi: wsi, reason: reason, user: user, input: input, length: length, loop: self)
+        if reason == LWS_CALLBACK_WSI_DESTROY {
+            lws_set_opaque_user_data(wsi, nil)
+            release(connection)
+        }
+        return result
+    }
+
+    func log(level: Int32, line: String) {
+        let logger = currentLogger ?? loopLogger
+        logger.log(level: ServiceThreadLogging.logLevel(forLWSLevel: level), "\(line)", metadata: ["lws": "\(level)"])
+    }
+
+    func willDestroyContext(_ context: OpaquePointer) {
+        self.context = nil
+    }
+
+    // MARK: - Connections
+
+    /// Starts the handshake for `connection` (service thread).
+    func open(_ connection: ClientConnection) {
+        guard let context else {
+            connection.transport.failBeforeConnect(connection, .connectionFailed("the event loop has been shut down"))
+            return
+        }
+        let key = connection.vhostKey
+        let vhost: OpaquePointer
+        switch self.vhost(for: key, context: context) {
+        case .success(let found): vhost = found
+        case .failure(let error):
+            connection.transport.failBeforeConnect(connection, error)
+            return
+        }
+        connections[ObjectIdentifier(connection)] = connection
+        connection.transport.connect(connection, context: context, vhost: vhost, loop: self)
+    }
+
+    private func release(_ connection: ClientConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        if connections.isEmpty, let waiter = shutdownWaiter {
+            shutdownWaiter = nil
+            waiter.resume()
+        }
+    }
+
+    /// Forgets a connection whose `lws_client_connect_via_info` produced no wsi.
+    func forget(_ connection: ClientConnection) {
+        release(connection)
+    }
+
+    /// Asks every connection to close with 1001 and resumes `waiter` when none is left.
+    func closeAll(then waiter: CheckedContinuation<Void, Never>) {
+        if connections.isEmpty {
+            waiter.resume()
+            return
+        }
+        shutdownWaiter = waiter
+        for connection in connections.values {
+            connection.closeForShutdown()
+        }
+    }
+
+    // MARK: - Vhosts
+
+    private func vhost(for key: VhostKey, context: OpaquePointer) -> Result<OpaquePointer, WebSocketError> {
+        if let vhost = vhosts[key] { return .success(vhost) }
+        for path in [key.trustedCAFile, key.clientCertificateFile, key.clientKeyFile].compactMap({ $0 }) {
+            if access(path, R_OK) != 0 {
+                return .failure(.invalidConfiguration("cannot read '\(path)': \(String(cString: strerror(errno)))"))
+            }
+        }
+        vhostCount += 1
+        var info = lws_context_creation_info()
+        info.port = CONTEXT_PORT_NO_LISTEN
+        info.protocols = UnsafePointer(Self.protocols)
+        info.extensions = key.compression ? UnsafePointer(LWSStatics.deflateExtensions) : nil
+        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
+        info.vhost_name = LWSStatics.immortalCString("client-\(vhostCount)")
+        let created: OpaquePointer? = withOptionalCString(key.trustedCAFile) { ca in
+            withOptionalCString(key.clientCertificateFile) { certificate in
+                withOptionalCString(key.clientKeyFile) { privateKey in
+                    withOptionalCString(key.proxy) { proxy in
+                        info.client_ssl_ca_filepath = ca
+                        info.client_ssl_cert_filepath = certificate
+                        info.client_ssl_private_key_filepath = privateKey
+                        info.http_proxy_address = proxy
+                        return lws_create_vhost(context, &info)
+                    }
+                }
+            }
+        }
+        guard let created else {
+            if key.trustedCAFile != nil || key.clientCertificateFile != nil {
+                return .failure(.tlsFailure("the certificate or key files could not be loaded (not PEM, or the key does not match)"))
+            }
+            return .failure(.connectionFailed("libwebsockets could not create a client vhost"))
+        }
+        if key.proxy == nil { disableEnvironmentProxy(created) }
+        vhosts[key] = created
+        return .success(created)
+    }
+
+    /// lws reads `http_proxy` from the environment for every vhost without an explicit
+    /// proxy, ignoring `no_proxy`; that would send even loopback traffic to a proxy.
+    /// Proxies are configured explicitly (``WebSocketConfiguration/proxy``) instead.
+    private func disableEnvironmentProxy(_ vhost: OpaquePointer) {
+        guard getenv("http_proxy") != nil else { return }
+        _ = lws_set_proxy(vhost, ":0")
+    }
+}
+
+/// Calls `body` with a C string for `string`, or `nil`.
+package func withOptionalCString<Result>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}

@@ -1,0 +1,58 @@
+/// Checks a ``WebSocketConfiguration`` before anything is sent, so mistakes surface as
+/// ``WebSocketError/invalidConfiguration(_:)`` with the reason instead of a malformed request.
+enum ConfigurationValidator {
+    /// Headers the SDK sets itself.
+    static let reservedHeaders: Set<String> = [
+        "host", "upgrade", "connection", "origin", "sec-websocket-key", "sec-websocket-version",
+        "sec-websocket-protocol", "sec-websocket-extensions", "sec-websocket-accept", "content-length",
+    ]
+
+    static func validate(_ configuration: WebSocketConfiguration) throws(WebSocketError) {
+        for (name, value) in configuration.headers {
+            guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
+                throw .invalidConfiguration("header name '\(name)' must be a non-empty HTTP token")
+            }
+            guard !reservedHeaders.contains(name.lowercased()) else {
+                throw .invalidConfiguration("header '\(name)' is set by the SDK; use the configuration's own setting")
+            }
+            guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                throw .invalidConfiguration("the value of header '\(name)' contains a line break")
+            }
+        }
+        for subprotocol in configuration.subprotocols {
+            guard !subprotocol.isEmpty, subprotocol.utf8.allSatisfy(isTokenByte) else {
+                throw .invalidConfiguration("subprotocol '\(subprotocol)' must be a non-empty HTTP token")
+            }
+        }
+        if let origin = configuration.origin, origin.utf8.contains(where: { $0 < 0x20 }) {
+            throw .invalidConfiguration("the origin contains a control character")
+        }
+        guard configuration.connectTimeout > .zero else {
+            throw .invalidConfiguration("connectTimeout must be positive")
+        }
+        if let interval = configuration.pingInterval, interval <= .zero {
+            throw .invalidConfiguration("pingInterval must be positive, or nil to disable pings")
+        }
+        guard configuration.pongTimeout > .zero else {
+            throw .invalidConfiguration("pongTimeout must be positive")
+        }
+        guard configuration.maxMessageSize > 0, configuration.maxBufferedMessages > 0,
+              configuration.maxBufferedBytes > 0, configuration.maxBufferedSendBytes > 0 else {
+            throw .invalidConfiguration("message and buffer limits must be positive")
+        }
+        let tls = configuration.tls
+        if (tls.clientCertificateFile == nil) != (tls.clientKeyFile == nil) {
+            throw .invalidConfiguration("clientCertificateFile and clientKeyFile must be given together")
+        }
+    }
+
+    /// RFC 7230 `tchar`.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}

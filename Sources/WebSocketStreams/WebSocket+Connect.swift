@@ -1,0 +1,110 @@
+import FoundationEssentials
+import Logging
+
+extension WebSocket {
+    /// Opens a connection and returns once the opening handshake has succeeded.
+    ///
+    /// ```swift
+    /// let connection = try await WebSocket.connect(to: "wss://example.org/feed")
+    /// ```
+    ///
+    /// The host name is resolved off the event loop's thread; TCP, TLS and the HTTP
+    /// upgrade then run on it, all within ``WebSocketConfiguration/connectTimeout``.
+    ///
+    /// - Parameters:
+    ///   - url: A `ws://` or `wss://` URL. User info (`wss://user:pass@host/`) is sent
+    ///     as Basic authorization.
+    ///   - configuration: Headers, TLS, timeouts, limits; see ``WebSocketConfiguration``.
+    ///   - eventLoop: The loop that services the connection; ``WebSocketEventLoop/shared`` by default.
+    /// - Throws: ``WebSocketError`` saying what failed (``WebSocketError/invalidURL(_:)``,
+    ///   ``WebSocketError/connectionFailed(_:)``, ``WebSocketError/timedOut``,
+    ///   ``WebSocketError/tlsFailure(_:)``, ``WebSocketError/handshakeRejected(status:headers:)``,
+    ///   ``WebSocketError/invalidConfiguration(_:)``), or `CancellationError`.
+    public static func connect(
+        to url: String,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        eventLoop: WebSocketEventLoop = .shared
+    ) async throws -> WebSocket {
+        let parsed = try WebSocketURL(parsing: url)
+        try ConfigurationValidator.validate(configuration)
+        let deadline = ContinuousClock.now + configuration.connectTimeout
+        try await eventLoop.ensureStarted()
+        ServiceThreadLogging.enable(for: configuration.logger.logLevel)
+
+        let proxy = try configuration.proxy.map(HTTPProxy.init(parsing:))
+        let address: String
+        let proxyAddress: String?
+        if let proxy {
+            // The proxy resolves the target; lws only needs the proxy's own address.
+            address = parsed.host
+            let proxyHost = try await resolve(proxy.host, by: deadline)
+            proxyAddress = proxy.lwsAddress(resolvedHost: proxyHost)
+        } else {
+            address = try await resolve(parsed.host, by: deadline)
+            proxyAddress = nil
+        }
+        let connection = ClientConnection(
+            url: parsed, configuration: configuration, eventLoop: eventLoop,
+            connectAddress: address, proxy: proxyAddress, handshakeDeadline: deadline)
+        try await connection.connect()
+        return WebSocket(connection: connection)
+    }
+
+    /// Opens a connection to `url`; see ``connect(to:configuration:eventLoop:)-(String,_,_)``.
+    public static func connect(
+        to url: URL,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        eventLoop: WebSocketEventLoop = .shared
+    ) async throws -> WebSocket {
+        try await connect(to: url.absoluteString, configuration: configuration, eventLoop: eventLoop)
+    }
+
+    /// Opens a connection, runs `body` with it, and closes it when `body` returns (1000)
+    /// or throws (1001), waiting for the closing handshake either way.
+    ///
+    /// ```swift
+    /// let reply = try await WebSocket.withConnection(to: "ws://127.0.0.1:9001/echo") { connection in
+    ///     try await connection.send(.text("hello"))
+    ///     return await connection.messages.first { _ in true }
+    /// }
+    /// ```
+    public static func withConnection<Result>(
+        to url: String,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        eventLoop: WebSocketEventLoop = .shared,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (WebSocket) async throws -> Result
+    ) async throws -> Result {
+        let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop)
+        do {
+            let result = try await body(connection)
+            await connection.close(code: .normalClosure)
+            return result
+        } catch {
+            await connection.close(code: .goingAway)
+            throw error
+        }
+    }
+}
+
+/// A numeric address for `host`, resolved off the loop within `deadline`.
+private func resolve(_ host: String, by deadline: ContinuousClock.Instant) async throws -> String {
+    if HostResolver.isNumericAddress(host) { return host }
+    return try await withDeadline(deadline) { try await HostResolver.resolve(host) }
+}
+
+/// Runs `operation`, throwing ``WebSocketError/timedOut`` if it has not finished by `deadline`.
+func withDeadline<Value: Sendable>(
+    _ deadline: ContinuousClock.Instant, _ operation: @escaping @Sendable () async throws -> Value
+) async throws -> Value {
+    try await withThrowingTaskGroup(of: Value?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw WebSocketError.timedOut }
+        return value
+    }
+}

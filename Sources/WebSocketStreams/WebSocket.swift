@@ -1,0 +1,167 @@
+import Synchronization
+
+/// An open WebSocket client connection.
+///
+/// Make one with ``connect(to:configuration:eventLoop:)-(String,_,_)``, read with
+/// ``messages``, write with ``send(_:)``:
+///
+/// ```swift
+/// import WebSocketStreams
+///
+/// let connection = try await WebSocket.connect(to: "ws://127.0.0.1:9001/echo")
+/// try await connection.send(.text("hello"))
+/// for await message in connection.messages {
+///     print(message)
+///     break                                  // ending the loop closes with 1001
+/// }
+/// print(connection.closeCode ?? "still closing")
+/// ```
+///
+/// The connection lives while you use it: ending a `for await` loop over ``messages``
+/// (by `break`, `return`, or cancelling its task) closes it with 1001 (going away), and
+/// so does releasing the last reference to it while nothing iterates ``messages``.
+/// Close it yourself with ``close(code:reason:)`` to choose the code or to wait for the
+/// closing handshake.
+///
+/// Every method is safe to call from any task at once.
+public final class WebSocket: Sendable {
+    let connection: ClientConnection
+
+    init(connection: ClientConnection) {
+        self.connection = connection
+    }
+
+    deinit {
+        connection.handleReleased()
+    }
+
+    /// The messages the peer sends, in order, as one `AsyncStream`.
+    ///
+    /// Reading is flow-controlled: when you read slowly, at most
+    /// ``WebSocketConfiguration/maxBufferedMessages`` messages (or
+    /// ``WebSocketConfiguration/maxBufferedBytes`` bytes) are held, then the connection
+    /// stops reading from the socket until you catch up, and TCP holds the peer back.
+    ///
+    /// The stream finishes after the connection closes and every buffered message has
+    /// been delivered; ``closeCode``, ``closeReason`` and ``error`` then say how it ended.
+    ///
+    /// Iterate it once, in one task. Ending that iteration early, by leaving the loop or
+    /// cancelling the task, closes the connection with 1001 (going away): the stream's
+    /// termination is the connection's teardown. Each access returns a new stream over the
+    /// same messages; a stream that is never iterated has no effect.
+    public var messages: AsyncStream<WebSocketMessage> {
+        let iteration = MessageIteration(connection: connection)
+        return AsyncStream(unfolding: { await iteration.next() }, onCancel: { iteration.cancelled() })
+    }
+
+    /// Sends a message.
+    ///
+    /// Returns once the message is queued for writing, in order with every other message
+    /// sent on this connection (whatever task sends it). While more than
+    /// ``WebSocketConfiguration/maxBufferedSendBytes`` bytes wait to be written, it
+    /// suspends until the backlog halves. Messages queued before ``close(code:reason:)``
+    /// are written before the close frame.
+    ///
+    /// - Throws: ``WebSocketError/closed(code:reason:)`` (or the error that ended the
+    ///   connection) once it is closing or closed; `CancellationError` if the task is
+    ///   cancelled while waiting for room (the message was then not queued).
+    public func send(_ message: WebSocketMessage) async throws {
+        try await connection.send(message)
+    }
+
+    /// Sends a ping and returns the round-trip time to its pong.
+    ///
+    /// - Throws: ``WebSocketError/closed(code:reason:)`` when the connection ends first;
+    ///   `CancellationError` when the task is cancelled.
+    public func ping() async throws -> Duration {
+        try await connection.ping()
+    }
+
+    /// Closes the connection and waits until it is closed.
+    ///
+    /// Messages already queued by ``send(_:)`` are written first, then the close frame;
+    /// the call returns when the peer has answered and the socket is closed, or after at
+    /// most 10 seconds (then the socket is dropped). Calling it again, or on a closed
+    /// connection, just waits for or returns that end.
+    ///
+    /// - Parameters:
+    ///   - code: A code that may be sent (``WebSocketCloseCode/isSendable``); others are
+    ///     replaced by 1000.
+    ///   - reason: Up to 123 bytes of UTF-8; longer text is cut.
+    public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        await connection.close(code: code, reason: reason)
+    }
+
+    /// The code the connection closed with, once it has: the peer's, the one this side
+    /// sent, or ``WebSocketCloseCode/abnormalClosure`` when TCP ended without a close frame.
+    /// `nil` while open or closing.
+    public var closeCode: WebSocketCloseCode? {
+        connection.machine.withLock { $0.termination?.code }
+    }
+
+    /// The reason text that came with ``closeCode`` (empty when none).
+    public var closeReason: String {
+        connection.machine.withLock { $0.termination?.reason ?? "" }
+    }
+
+    /// The error that ended the connection, once it has ended: e.g.
+    /// ``WebSocketError/messageTooLarge(limit:)`` or ``WebSocketError/pongTimeout``.
+    /// `nil` for a connection closed by a close handshake (see ``closeCode``).
+    public var error: WebSocketError? {
+        connection.machine.withLock { $0.termination?.error }
+    }
+
+    /// Messages accepted by ``send(_:)`` that were never written because the connection
+    /// ended first (e.g. the peer vanished). Empty while open, and after a clean close.
+    public var unsentMessages: [WebSocketMessage] {
+        connection.machine.withLock { $0.unsentMessages }
+    }
+
+    /// The subprotocol the server chose from ``WebSocketConfiguration/subprotocols``, if any.
+    public var subprotocol: String? {
+        connection.machine.withLock { $0.subprotocol }
+    }
+
+    /// The `Sec-WebSocket-Extensions` the server accepted, e.g. `permessage-deflate`; `nil` when none.
+    public var extensions: String? {
+        connection.machine.withLock { $0.negotiatedExtensions }
+    }
+
+    /// Whether the connection is open (not yet closing or closed).
+    public var isOpen: Bool {
+        connection.machine.withLock { $0.phase == .open }
+    }
+
+    /// The URL this connection was made to (without user info).
+    public var url: String {
+        connection.url.description
+    }
+}
+
+/// One iteration of ``WebSocket/messages``: its end (the iterator released, or its task
+/// cancelled) ends the connection.
+final class MessageIteration: Sendable {
+    private let connection: ClientConnection
+    private let started = Atomic<Bool>(false)
+
+    init(connection: ClientConnection) {
+        self.connection = connection
+    }
+
+    func next() async -> WebSocketMessage? {
+        if !started.load(ordering: .relaxed), !started.exchange(true, ordering: .acquiringAndReleasing) {
+            connection.streamStarted()
+        }
+        return await connection.next()
+    }
+
+    func cancelled() {
+        connection.consumerCancelled()
+    }
+
+    deinit {
+        if started.load(ordering: .acquiring) {
+            connection.streamEnded()
+        }
+    }
+}

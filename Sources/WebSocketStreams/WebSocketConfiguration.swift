@@ -1,0 +1,84 @@
+import Logging
+
+/// Everything that shapes one connection, with defaults that suit most programs.
+///
+/// | Setting | Default | Meaning |
+/// |---|---|---|
+/// | ``headers`` | none | Extra request headers for the opening handshake |
+/// | ``subprotocols`` | none | Offered in `Sec-WebSocket-Protocol`, in order of preference |
+/// | ``origin`` | none | The `Origin` header |
+/// | ``compression`` | `true` | Offer permessage-deflate (RFC 7692) |
+/// | ``tls`` | verify | Verify the server against the system CAs and the host name |
+/// | ``connectTimeout`` | 10 s | Deadline for TCP, TLS and the HTTP upgrade together |
+/// | ``pingInterval`` | 20 s | Idle keep-alive ping period; `nil` disables it |
+/// | ``pongTimeout`` | 10 s | A ping unanswered this long ends the connection (``WebSocketError/pongTimeout``) |
+/// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
+/// | ``maxBufferedMessages`` / ``maxBufferedBytes`` | 64 / 4 MiB | Unread messages held before reading pauses |
+/// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
+/// | ``proxy`` | none | HTTP proxy (CONNECT), e.g. `http://127.0.0.1:3128` |
+/// | ``logger`` | silent | Receives the connection's and libwebsockets' log lines |
+///
+/// ```swift
+/// var configuration = WebSocketConfiguration()
+/// configuration.headers["Authorization"] = "Bearer \(token)"
+/// configuration.subprotocols = ["graphql-transport-ws"]
+/// configuration.pingInterval = .seconds(15)
+/// let connection = try await WebSocket.connect(to: "wss://api.example.org/graphql", configuration: configuration)
+/// ```
+public struct WebSocketConfiguration: Sendable {
+    /// Extra request headers sent with the opening handshake, e.g. `Authorization`.
+    /// Names and values must not contain line breaks; `Host`, `Upgrade`, `Connection` and
+    /// `Sec-WebSocket-*` are set by the SDK and may not be given here.
+    public var headers: [String: String] = [:]
+
+    /// Subprotocols offered to the server, most preferred first. The server's choice is
+    /// ``WebSocket/subprotocol``; a server that supports none of them rejects the handshake.
+    public var subprotocols: [String] = []
+
+    /// The `Origin` header, for servers that check it.
+    public var origin: String?
+
+    /// Whether to offer permessage-deflate compression. The server decides; when it
+    /// declines, messages go uncompressed.
+    public var compression = true
+
+    /// How the server's certificate is checked, and the client certificate to present.
+    public var tls = TLS()
+
+    /// The deadline for the whole opening handshake: TCP connect, TLS and the HTTP
+    /// upgrade. Exceeding it throws ``WebSocketError/timedOut``.
+    public var connectTimeout: Duration = .seconds(10)
+
+    /// How long the connection may be idle before a keep-alive ping is sent; `nil` sends none.
+    public var pingInterval: Duration? = .seconds(20)
+
+    /// How long a keep-alive ping may go unanswered before the connection is dropped with
+    /// ``WebSocketError/pongTimeout``.
+    public var pongTimeout: Duration = .seconds(10)
+
+    /// The largest incoming message accepted, in bytes (after decompression). A larger
+    /// one closes the connection with 1009 and ``WebSocketError/messageTooLarge(limit:)``.
+    public var maxMessageSize = 16 * 1024 * 1024
+
+    /// Unread messages buffered before the connection stops reading from the socket
+    /// (the peer is then held back by TCP flow control). Reading resumes once the
+    /// consumer has drained the buffer to a quarter of both limits.
+    public var maxBufferedMessages = 64
+
+    /// Unread bytes buffered before the connection stops reading from the socket.
+    public var maxBufferedBytes = 4 * 1024 * 1024
+
+    /// Bytes accepted by `send` but not yet written, beyond which `send` waits until the
+    /// backlog halves.
+    public var maxBufferedSendBytes = 1024 * 1024
+
+    /// An HTTP proxy to tunnel through with `CONNECT`, as `http://[user:password@]host:port`.
+    /// The `http_proxy` environment variable is not consulted.
+    public var proxy: String?
+
+    /// Where the connection's log lines go, libwebsockets' own included. Silent by default.
+    public var logger: Logger = .silent
+
+    /// A configuration with every default.
+    public init() {}
+}

@@ -1,0 +1,85 @@
+import Logging
+import Synchronization
+
+/// One libwebsockets context and the dedicated thread that services it.
+///
+/// Every connection made on a loop is serviced on that loop's one thread, which is the
+/// only thread that ever calls libwebsockets. Your tasks talk to it through a locked
+/// queue and a wake-up, so nothing you do blocks the loop and nothing the loop does
+/// blocks your tasks.
+///
+/// Most programs use ``shared``, created on first use and alive for the whole process.
+/// Create your own loop to isolate a group of connections (e.g. in tests) and shut it
+/// down when done:
+///
+/// ```swift
+/// let loop = WebSocketEventLoop(name: "feeds")
+/// let connection = try await WebSocket.connect(to: "ws://127.0.0.1:9001/echo", eventLoop: loop)
+/// // ...
+/// await loop.shutdown()   // closes its connections with 1001, then stops the thread
+/// ```
+public final class WebSocketEventLoop: Sendable {
+    /// The process-wide loop used when no loop is given. Its thread starts on first use.
+    public static let shared = WebSocketEventLoop(name: "ws-shared-loop")
+
+    let serviceThread: ServiceThread
+    let clientLoop: ClientLoop
+    private let shuttingDown = Mutex(false)
+
+    /// Creates a loop. Its thread and lws context are created on the first connection.
+    ///
+    /// - Parameters:
+    ///   - name: The service thread's name (visible in debuggers and `top -H`).
+    ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
+    ///   `nil` (the default) drops them.
+    public init(name: String = "ws-loop", logger: Logger? = nil) {
+        clientLoop = ClientLoop(logger: logger ?? .silent)
+        serviceThread = ServiceThread(name: name, delegate: clientLoop)
+    }
+
+    /// Starts the thread if needed; throws once the loop has been shut down.
+    func ensureStarted() async throws {
+        if shuttingDown.withLock({ $0 }) {
+            throw WebSocketError.connectionFailed("the event loop has been shut down")
+        }
+        try await serviceThread.start()
+    }
+
+    /// Closes every connection of this loop with 1001 (going away), waits for their close
+    /// handshakes (libwebsockets gives a peer at most 5 seconds to answer), then stops the
+    /// thread and frees the context. Later connects on this loop fail.
+    public func shutdown() async {
+        let first = shuttingDown.withLock { flag in
+            defer { flag = true }
+            return !flag
+        }
+        if first, serviceThread.isAcceptingWork {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let posted = serviceThread.post(LoopClosure { [clientLoop] in
+                    clientLoop.closeAll(then: continuation)
+                })
+                if !posted { continuation.resume() }
+            }
+        }
+        await serviceThread.shutdown()
+    }
+}
+
+/// A closure posted to a service thread, for rare operations (the hot paths post the
+/// connection itself, which allocates nothing).
+package final class LoopClosure: ServiceThreadWork {
+    private let body: @Sendable () -> Void
+
+    package init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+
+    package func runOnServiceThread() {
+        body()
+    }
+}
+
+extension Logger {
+    /// A logger that drops everything: the default for connections and loops.
+    static let silent = Logger(label: "WebSocketStreams.silent", factory: { _ in SwiftLogNoOpLogHandler() })
+}

@@ -1,0 +1,42 @@
+import FoundationEssentials
+
+/// One complete WebSocket data message, as received from or sent to the peer.
+///
+/// Fragmented messages arrive reassembled; control frames (ping, pong, close) are
+/// handled by the connection and never appear here.
+///
+/// ```swift
+/// for await message in connection.messages {
+///     switch message {
+///     case .text(let string): print("text:", string)
+///     case .binary(let data): print("binary:", data.count, "bytes")
+///     }
+/// }
+/// ```
+public enum WebSocketMessage: Sendable, Hashable {
+    /// A text message (opcode 0x1), valid UTF-8.
+    case text(String)
+    /// A binary message (opcode 0x2).
+    case binary(Data)
+
+    /// The number of payload bytes the message occupies on the wire before compression.
+    public var byteCount: Int {
+        switch self {
+        case .text(let string): string.utf8.count
+        case .binary(let data): data.count
+        }
+    }
+}
+
+extension WebSocketMessage: CustomStringConvertible {
+    /// A short description, e.g. `text("hello")` or `binary(3 bytes)`.
+    public var description: String {
+        switch self {
+        case .text(let string):
+            let preview = string.count > 64 ? String(string.prefix(64)) + "…" : string
+            return "text(\(preview.debugDescription))"
+        case .binary(let data):
+            return "binary(\(data.count) bytes)"
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import Dispatch
+import Glibc
+import Logging
+import Synchronization
+import WebSocketTestServer
+
+/// `swift run TestServer --port 9001 [--tls]`: serves the test routes until Ctrl-C.
+@main
+struct TestServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "TestServer",
+        abstract: "A local WebSocket server with routes that misbehave on purpose.",
+        discussion: """
+            Routes: /echo, /push?count=&size=&type=, /close?code=&reason=&after=, /drop?after=,
+            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers. Prints its URL, then serves
+            until interrupted (Ctrl-C or SIGTERM).
+            """)
+
+    @Option(help: "The port to listen on; 0 picks a free one.")
+    var port: Int = 9001
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Flag(help: "Serve wss:// with a certificate generated at start (its CA file is printed).")
+    var tls = false
+
+    @Flag(name: .customLong("no-compression"), help: "Do not negotiate permessage-deflate.")
+    var noCompression = false
+
+    @Option(name: .customLong("port-file"), help: "Write the bound port to this file once listening.")
+    var portFile: String?
+
+    @Flag(help: "Log libwebsockets' server lines to stderr.")
+    var verbose = false
+
+    func run() async throws {
+        var logger = Logger(label: "TestServer")
+        logger.logLevel = verbose ? .debug : .critical
+        let server = try await WebSocketTestServer.TestServer.start(
+            port: port, host: host, tls: tls ? .init() : nil, compression: !noCompression, logger: logger)
+        print("TestServer listening on \(server.url(path: "/"))")
+        if let caFile = server.caCertificateFile { print("CA certificate: \(caFile)") }
+        if let portFile {
+            let text = "\(server.port)\n"
+            guard let file = fopen(portFile, "w") else { throw ValidationError("cannot write \(portFile)") }
+            fputs(text, file)
+            fclose(file)
+        }
+        fflush(nil)
+        await waitForTerminationSignal()
+        await server.stop()
+        print("TestServer stopped")
+    }
+
+    /// Suspends until SIGINT or SIGTERM arrives.
+    private func waitForTerminationSignal() async {
+        enum Wait {
+            case idle
+            case waiting(CheckedContinuation<Void, Never>)
+            case signalled
+        }
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let state = Mutex(Wait.idle)
+        let sources = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler {
+                let waiting: CheckedContinuation<Void, Never>? = state.withLock { state in
+                    defer { state = .signalled }
+                    if case .waiting(let continuation) = state { return continuation }
+                    return nil
+                }
+                waiting?.resume()
+            }
+            source.resume()
+            return source
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let signalled: Bool = state.withLock { state in
+                if case .signalled = state { return true }
+                state = .waiting(continuation)
+                return false
+            }
+            if signalled { continuation.resume() }
+        }
+        withExtendedLifetime(sources) {}
+    }
+}

@@ -1,0 +1,368 @@
+import CLibWebSockets
+import Glibc
+import Logging
+import WebSocketStreams
+
+/// The service-thread side of a ``TestServer``: creates the listening context, answers
+/// the upgrade for each route, and runs each connection's behaviour.
+///
+/// Only the server's service thread uses it after ``makeContext(contextUser:)`` (every
+/// other method is an lws callback or posted work), so its mutable state needs no lock.
+// @unchecked: confined to the server's service thread; see above.
+final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
+    struct Settings: Sendable {
+        var host: String
+        var port: Int
+        var compression: Bool
+        var certificates: TestCertificates?
+        var logger: Logger
+    }
+
+    static let receiveBufferSize = 64 * 1024
+    static let pushCapacity = 1024 * 1024
+    static let rawProtocolName = "test-server-raw"
+    /// Subprotocols the server accepts; a client offering only others is rejected.
+    static let subprotocols = ["chat", "superchat", "json"]
+
+    // nonisolated(unsafe): written once while initialised, then only read (by lws).
+    nonisolated(unsafe) static let protocols: UnsafeMutablePointer<lws_protocols> = {
+        let names = ["test-server"] + subprotocols + [rawProtocolName]
+        let table = UnsafeMutablePointer<lws_protocols>.allocate(capacity: names.count + 1)
+        table.initialize(repeating: lws_protocols(), count: names.count + 1)
+        for (index, name) in names.enumerated() {
+            table[index].name = LWSStatics.immortalCString(name)
+            table[index].callback = serviceThreadCallback
+            table[index].rx_buffer_size = receiveBufferSize
+        }
+        return table
+    }()
+
+    let settings: Settings
+    let recorder: ServerRecorder
+    private(set) var boundPort = 0
+    private var context: OpaquePointer?
+    private var vhost: OpaquePointer?
+    private var connections: [ObjectIdentifier: AnyObject] = [:]
+    private var pendingRawPeer: RawPeer?
+    /// Sockets taken from lws, waiting to be adopted back as raw sockets on the next pass.
+    private var pendingAdoptions: [(peer: RawPeer, descriptor: Int32)] = []
+    /// The thread that services this loop; set right after both are created.
+    weak var serviceThread: ServiceThread?
+    let pushBuffer: UnsafeMutableRawPointer
+
+    init(settings: Settings, recorder: ServerRecorder) {
+        self.settings = settings
+        self.recorder = recorder
+        pushBuffer = .allocate(byteCount: ServerConnection.headroom + Self.pushCapacity, alignment: 16)
+    }
+
+    deinit {
+        pushBuffer.deallocate()
+    }
+
+    // MARK: - ServiceThreadDelegate
+
+    func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
+        var info = lws_context_creation_info()
+        info.port = Int32(settings.port)
+        info.protocols = UnsafePointer(Self.protocols)
+        info.extensions = settings.compression ? UnsafePointer(LWSStatics.deflateExtensions) : nil
+        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        info.user = contextUser
+        info.gid = -1
+        info.uid = -1
+        info.timeout_secs = 30
+        let vhostName = LWSStatics.immortalCString("test-server")
+        info.vhost_name = vhostName
+        let created: OpaquePointer? = settings.host.withCString { host in
+            withOptionalCString(settings.certificates?.serverCertificateFile) { certificate in
+                withOptionalCString(settings.certificates?.serverKeyFile) { key in
+                    info.iface = host
+                    info.ssl_cert_filepath = certificate
+                    info.ssl_private_key_filepath = key
+                    return lws_create_context(&info)
+                }
+            }
+        }
+        guard let created else { return nil }
+        context = created
+        vhost = lws_get_vhost_by_name(created, vhostName)
+        if let vhost { boundPort = Int(lws_get_vhost_listen_port(vhost)) }
+        return created
+    }
+
+    func handleCallback(
+        wsi: OpaquePointer?, reason: lws_callback_reasons,
+        user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int
+    ) -> Int32 {
+        guard let wsi else { return 0 }
+        switch reason {
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            return confirmUpgrade(wsi)
+        case LWS_CALLBACK_HTTP:
+            return answerPlainHTTP(wsi)
+        case LWS_CALLBACK_ESTABLISHED:
+            established(wsi)
+            return 0
+        case LWS_CALLBACK_RAW_ADOPT:
+            if let peer = pendingRawPeer {
+                pendingRawPeer = nil
+                attach(peer, to: wsi)
+                return peer.adopted(wsi)
+            }
+            return 0
+        default:
+            break
+        }
+        guard let opaque = lws_get_opaque_user_data(wsi) else { return 0 }
+        let object = Unmanaged<AnyObject>.fromOpaque(opaque).takeUnretainedValue()
+        if let connection = object as? ServerConnection {
+            return handle(connection, wsi: wsi, reason: reason, input: input, length: length)
+        }
+        if let peer = object as? RawPeer {
+            let result = peer.handle(wsi, reason: reason, input: input, length: length)
+            if reason == LWS_CALLBACK_WSI_DESTROY { detach(wsi, peer) }
+            return result
+        }
+        return 0
+    }
+
+    func log(level: Int32, line: String) {
+        settings.logger.log(level: ServiceThreadLogging.logLevel(forLWSLevel: level), "\(line)")
+    }
+
+    func willDestroyContext(_ context: OpaquePointer) {
+        self.context = nil
+        vhost = nil
+    }
+
+    // MARK: - Upgrade
+
+    private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
+        let path = header(wsi, WSI_TOKEN_GET_URI) ?? "/"
+        let query = queryParameters(wsi)
+        let route = ServerRoute(path: path, query: query)
+        if case .reject(let status, let body, let retryAfter) = route {
+            recorder.rejected(path: path, status: status)
+            return reject(wsi, status: status, body: body, retryAfter: retryAfter)
+        }
+        guard route.isRaw else { return 0 }
+        guard settings.certificates == nil else {
+            return reject(wsi, status: 501, body: "\(path) is only served without TLS", retryAfter: nil)
+        }
+        return takeOver(wsi, route: route, path: path, query: query)
+    }
+
+    /// Writes a complete HTTP error response and tells lws the request is handled.
+    private func reject(_ wsi: OpaquePointer, status: Int, body: String, retryAfter: String?) -> Int32 {
+        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        if status == 401 { head += "WWW-Authenticate: Bearer realm=\"test-server\"\r\n" }
+        if let retryAfter = retryAfter ?? ((status == 429 || status == 503) ? "1" : nil) {
+            head += "Retry-After: \(retryAfter)\r\n"
+        }
+        head += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        var bytes = [UInt8](repeating: 0, count: ServerConnection.headroom) + Array((head + body).utf8)
+        let count = bytes.count - ServerConnection.headroom
+        _ = bytes.withUnsafeMutableBufferPointer { buffer in
+            wss_write(wsi, buffer.baseAddress! + ServerConnection.headroom, count, LWS_WRITE_HTTP.rawValue)
+        }
+        return 1
+    }
+
+    private func answerPlainHTTP(_ wsi: OpaquePointer) -> Int32 {
+        _ = reject(wsi, status: 426, body: "this is a WebSocket test server; connect with ws://", retryAfter: nil)
+        return -1
+    }
+
+    private func established(_ wsi: OpaquePointer) {
+        let path = header(wsi, WSI_TOKEN_GET_URI) ?? "/"
+        let query = queryParameters(wsi)
+        let route = ServerRoute(path: path, query: query)
+        let headers = requestHeaders(wsi, extra: query["custom"])
+        let offered = header(wsi, WSI_TOKEN_PROTOCOL)
+        let selected = offered == nil ? nil : lws_get_protocol(wsi).map { String(cString: $0.pointee.name) }
+        let compressed = settings.compression && (headers["sec-websocket-extensions"]?.contains("permessage-deflate") ?? false)
+        let id = recorder.opened { id in
+            TestServer.ConnectionRecord(
+                id: id, path: path, query: query, headers: headers, subprotocol: selected,
+                compressed: compressed, openedAt: .now)
+        }
+        let connection = ServerConnection(id: id, route: route, recorder: recorder)
+        attach(connection, to: wsi)
+        let json = JSONText.object([
+            "path": .string(path), "subprotocol": selected.map(JSONText.string) ?? .null,
+            "compressed": .bool(compressed), "headers": .object(headers.mapValues(JSONText.string)),
+        ])
+        connection.established(wsi, headersJSON: json.rendered)
+    }
+
+    private func handle(
+        _ connection: ServerConnection, wsi: OpaquePointer, reason: lws_callback_reasons,
+        input: UnsafeMutableRawPointer?, length: Int
+    ) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_RECEIVE:
+            return connection.receive(wsi, input: input, length: length)
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            return connection.writeable(wsi, pushBuffer: pushBuffer, pushCapacity: Self.pushCapacity)
+        case LWS_CALLBACK_TIMER:
+            return connection.timerFired(wsi)
+        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+            var code: WebSocketCloseCode?
+            var reason = ""
+            if let input, length >= 2 {
+                let bytes = input.assumingMemoryBound(to: UInt8.self)
+                code = WebSocketCloseCode(rawValue: UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
+                reason = String(decoding: UnsafeBufferPointer(start: bytes + 2, count: length - 2), as: UTF8.self)
+            } else {
+                code = .noStatusReceived
+            }
+            recorder.change(connection.id) { record in
+                record.closeCodeReceived = code
+                record.closeReasonReceived = reason
+                record.closeReceivedAt = .now
+            }
+        case LWS_CALLBACK_CLOSED:
+            recorder.change(connection.id) { $0.closedAt = .now }
+        case LWS_CALLBACK_WSI_DESTROY:
+            recorder.change(connection.id) { record in
+                if record.closedAt == nil { record.closedAt = .now }
+            }
+            detach(wsi, connection)
+        default:
+            break
+        }
+        return 0
+    }
+
+    // MARK: - Raw takeover
+
+    /// Takes the socket away from lws before it answers the upgrade, for routes that must
+    /// misbehave below the WebSocket layer (a handshake that is late or never comes).
+    ///
+    /// lws 4.1 offers no way to defer or replace its upgrade answer, and closing its wsi
+    /// would shut the socket down. So the socket is duplicated, lws's descriptor number is
+    /// pointed at a throwaway socket (which lws then closes), and the duplicate is adopted
+    /// back as a raw socket this server drives byte by byte.
+    private func takeOver(_ wsi: OpaquePointer, route: ServerRoute, path: String, query: [String: String]) -> Int32 {
+        let descriptor = lws_get_socket_fd(wsi)
+        let key = header(wsi, WSI_TOKEN_KEY) ?? ""
+        let stolen = dup(descriptor)
+        let placeholder = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard stolen >= 0, placeholder >= 0, dup2(placeholder, descriptor) >= 0 else {
+            if stolen >= 0 { close(stolen) }
+            if placeholder >= 0 { close(placeholder) }
+            return -1
+        }
+        close(placeholder)
+        let id = recorder.opened { id in
+            TestServer.ConnectionRecord(
+                id: id, path: path, query: query, headers: [:], subprotocol: nil, compressed: false, openedAt: .now)
+        }
+        let peer = RawPeer(id: id, route: route, key: key, recorder: recorder)
+        // Adopt on the next loop pass, after lws has let go of its wsi.
+        pendingAdoptions.append((peer, stolen))
+        serviceThread?.post(LoopClosure { [self] in adoptPending() })
+        return -1
+    }
+
+    private func adoptPending() {
+        let adoptions = pendingAdoptions
+        pendingAdoptions = []
+        for (peer, descriptor) in adoptions {
+            guard let vhost else {
+                close(descriptor)
+                continue
+            }
+            pendingRawPeer = peer
+            var descriptorUnion = lws_sock_file_fd_type()
+            descriptorUnion.sockfd = descriptor
+            let adopted = lws_adopt_descriptor_vhost(vhost, LWS_ADOPT_SOCKET, descriptorUnion, Self.rawProtocolName, nil)
+            pendingRawPeer = nil
+            if adopted == nil { close(descriptor) }
+        }
+    }
+
+    // MARK: - Bookkeeping
+
+    private func attach(_ object: AnyObject, to wsi: OpaquePointer) {
+        connections[ObjectIdentifier(object)] = object
+        lws_set_opaque_user_data(wsi, Unmanaged.passUnretained(object).toOpaque())
+    }
+
+    private func detach(_ wsi: OpaquePointer, _ object: AnyObject) {
+        lws_set_opaque_user_data(wsi, nil)
+        connections[ObjectIdentifier(object)] = nil
+    }
+
+    // MARK: - Reading the request
+
+    func header(_ wsi: OpaquePointer, _ token: lws_token_indexes) -> String? {
+        let length = Int(lws_hdr_total_length(wsi, token))
+        guard length > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: length + 1)
+        guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    private func queryParameters(_ wsi: OpaquePointer) -> [String: String] {
+        var result: [String: String] = [:]
+        var buffer = [CChar](repeating: 0, count: 4096)
+        var index: Int32 = 0
+        while lws_hdr_copy_fragment(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP_URI_ARGS, index) >= 0 {
+            let fragment = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            if let equals = fragment.firstIndex(of: "=") {
+                result[String(fragment[..<equals])] = String(fragment[fragment.index(after: equals)...])
+            } else if !fragment.isEmpty {
+                result[fragment] = ""
+            }
+            index += 1
+        }
+        return result
+    }
+
+    /// Every standard request header lws parsed, plus the custom headers named in
+    /// `?custom=a,b` and a few common ones (lws cannot list unknown headers).
+    private func requestHeaders(_ wsi: OpaquePointer, extra: String?) -> [String: String] {
+        var headers: [String: String] = [:]
+        var token: UInt32 = 0
+        while token < WSI_TOKEN_COUNT.rawValue {
+            let index = lws_token_indexes(rawValue: token)
+            if let namePointer = lws_token_to_string(index),
+               let value = header(wsi, index) {
+                var name = String(cString: namePointer)
+                if name.hasSuffix(":") { name.removeLast() }
+                // Skip lws's pseudo-headers for the request line ("get ", "http/1.1 ", "uri-args").
+                if !name.isEmpty, !name.contains(" "), name != "uri-args" { headers[name] = value }
+            }
+            token += 1
+        }
+        var custom = ["x-api-key", "x-request-id", "x-test", "x-client", "x-trace-id"]
+        if let extra { custom += extra.split(separator: ",").map { $0.lowercased() } }
+        for name in custom {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            let length = wss_custom_header(wsi, name + ":", &buffer, Int32(buffer.count))
+            if length >= 0 {
+                headers[name] = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            }
+        }
+        return headers
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 408: "Request Timeout"
+        case 426: "Upgrade Required"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        default: "Status \(status)"
+        }
+    }
+}

@@ -1,0 +1,90 @@
+/// What the test server does with a connection, chosen by the request path and query.
+///
+/// | Path | Behaviour |
+/// |---|---|
+/// | `/echo` | Sends every message back with its type |
+/// | `/push?count=N&size=S&type=binary|text` | Sends N messages of S bytes (each starts with its sequence number), then echoes |
+/// | `/close?code=C&reason=R&after=MS` | After MS milliseconds, closes with code C and reason R |
+/// | `/drop?after=MS` | After MS milliseconds, drops TCP without a close frame |
+/// | `/reject?status=S&body=B` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`, 429/503 `Retry-After`) |
+/// | `/slow?ms=MS` | Answers the upgrade only after MS milliseconds, then closes with 1000 |
+/// | `/hang` | Never answers the upgrade |
+/// | `/stall` | Completes the handshake, then never reads again (so never answers pings) |
+/// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
+///
+/// Any other path is rejected with 404.
+enum ServerRoute: Sendable, Equatable {
+    case echo
+    case push(count: Int, size: Int, binary: Bool)
+    case close(code: UInt16, reason: String, afterMilliseconds: Int)
+    case drop(afterMilliseconds: Int)
+    case reject(status: Int, body: String, retryAfter: String?)
+    case slow(milliseconds: Int)
+    case hang
+    case stall
+    case headers
+
+    init(path: String, query: [String: String]) {
+        func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
+        switch path {
+        case "/", "/echo":
+            self = .echo
+        case "/push":
+            self = .push(count: max(0, int("count", 10)), size: max(0, int("size", 128)), binary: query["type"] != "text")
+        case "/close":
+            self = .close(code: UInt16(clamping: int("code", 1000)), reason: query["reason"] ?? "", afterMilliseconds: max(0, int("after", 0)))
+        case "/drop":
+            self = .drop(afterMilliseconds: max(0, int("after", 0)))
+        case "/reject":
+            self = .reject(status: int("status", 403), body: query["body"] ?? "rejected by the test server", retryAfter: query["retry-after"])
+        case "/slow":
+            self = .slow(milliseconds: max(0, int("ms", 1000)))
+        case "/hang":
+            self = .hang
+        case "/stall":
+            self = .stall
+        case "/headers":
+            self = .headers
+        default:
+            self = .reject(status: 404, body: "no route \(path)", retryAfter: nil)
+        }
+    }
+
+    /// Routes served by taking the socket away from libwebsockets before it answers the upgrade.
+    var isRaw: Bool {
+        switch self {
+        case .slow, .hang: true
+        default: false
+        }
+    }
+}
+
+extension ServerRoute {
+    /// Splits `a=1&b=two%20words` into a dictionary (percent escapes and `+` decoded).
+    static func parseQuery(_ query: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = decode(parts[0])
+            result[name] = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return result
+    }
+
+    private static func decode(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
+            } else if byte == UInt8(ascii: "%"), utf8.count >= 2,
+                      let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

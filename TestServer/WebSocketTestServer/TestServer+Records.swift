@@ -1,0 +1,59 @@
+import WebSocketStreams
+
+extension TestServer {
+    /// What the server saw of one connection.
+    public struct ConnectionRecord: Sendable, Hashable {
+        /// 1, 2, 3... in the order handshakes completed (or were taken over by a raw route).
+        public var id: Int
+        /// The request path without the query, e.g. `/echo`.
+        public var path: String
+        /// The query parameters, e.g. `["count": "10"]`.
+        public var query: [String: String]
+        /// Request headers the server could read, keyed by lowercased name.
+        public var headers: [String: String]
+        /// The subprotocol the server selected, if any.
+        public var subprotocol: String?
+        /// Whether permessage-deflate was negotiated.
+        public var compressed: Bool
+        /// When the handshake completed.
+        public var openedAt: ContinuousClock.Instant
+        /// Data messages received from the client.
+        public var messagesReceived = 0
+        /// Payload bytes received from the client.
+        public var bytesReceived = 0
+        /// The close code in the client's close frame; `nil` if none came.
+        public var closeCodeReceived: WebSocketCloseCode?
+        /// The reason in the client's close frame.
+        public var closeReasonReceived = ""
+        /// When the client's close frame arrived.
+        public var closeReceivedAt: ContinuousClock.Instant?
+        /// When the connection ended.
+        public var closedAt: ContinuousClock.Instant?
+    }
+
+    /// Everything the server has recorded so far.
+    public struct Snapshot: Sendable {
+        /// Every connection, in handshake order.
+        public var connections: [ConnectionRecord]
+        /// Handshakes the server rejected or refused (e.g. `/reject`), with their status.
+        public var rejectedHandshakes: [(path: String, status: Int)]
+
+        /// The connection with `id`.
+        public func connection(_ id: Int) -> ConnectionRecord? {
+            connections.first { $0.id == id }
+        }
+
+        /// Close codes received from clients, in connection order.
+        public var closeCodes: [WebSocketCloseCode] {
+            connections.compactMap(\.closeCodeReceived)
+        }
+
+        /// Connections whose handshake completed.
+        public var handshakeCount: Int { connections.count }
+
+        /// Connections still open.
+        public var openConnections: [ConnectionRecord] {
+            connections.filter { $0.closedAt == nil }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Logging
+import WebSocketStreams
+
+/// A local WebSocket server for tests, built on libwebsockets' server role, with routes
+/// that misbehave on purpose.
+///
+/// ```swift
+/// let server = try await TestServer.start()                 // 127.0.0.1, a free port
+/// let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+/// // ...
+/// let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+/// #expect(seen.closeCodes == [.goingAway])
+/// await server.stop()
+/// ```
+///
+/// Routes (path and query choose the behaviour):
+///
+/// | Path | Behaviour |
+/// |---|---|
+/// | `/echo` | Sends every message back with its type |
+/// | `/push?count=N&size=S&type=binary\|text` | Sends N messages of S bytes, each starting with its sequence number |
+/// | `/close?code=C&reason=R&after=MS` | Closes with C and R after MS milliseconds |
+/// | `/drop?after=MS` | Drops TCP without a close frame after MS milliseconds |
+/// | `/reject?status=S&body=B&retry-after=T` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`) |
+/// | `/slow?ms=MS` | Answers the upgrade after MS milliseconds, then closes with 1000 (plain `ws://` only) |
+/// | `/hang` | Never answers the upgrade (plain `ws://` only) |
+/// | `/stall` | Completes the handshake, then stops reading (so never answers pings) |
+/// | `/headers` | Sends the request headers it saw as a JSON text message, then echoes |
+///
+/// The server accepts the subprotocols `chat`, `superchat` and `json`, negotiates
+/// permessage-deflate unless started with `compression: false`, and records every
+/// connection (see ``Snapshot``).
+public final class TestServer: Sendable {
+    /// TLS for a `wss://` test server: a CA and a server certificate generated at start.
+    public struct TLS: Sendable {
+        /// Names and addresses the server certificate is valid for.
+        public var hostnames: [String]
+        /// Days the certificate is valid; negative makes it already expired.
+        public var validDays: Int
+
+        /// A certificate for `localhost` and `127.0.0.1`, valid for 30 days.
+        public init(hostnames: [String] = ["localhost", "127.0.0.1"], validDays: Int = 30) {
+            self.hostnames = hostnames
+            self.validDays = validDays
+        }
+    }
+
+    /// The address the server listens on.
+    public let host: String
+    /// The port the server listens on (chosen by the system when started with port 0).
+    public let port: Int
+    /// The generated certificates of a TLS server; `nil` without TLS.
+    public let certificates: TestCertificates?
+    private let serviceThread: ServiceThread
+    private let recorder: ServerRecorder
+
+    private init(host: String, port: Int, certificates: TestCertificates?, serviceThread: ServiceThread, recorder: ServerRecorder) {
+        self.host = host
+        self.port = port
+        self.certificates = certificates
+        self.serviceThread = serviceThread
+        self.recorder = recorder
+    }
+
+    /// Starts a server and returns once it listens.
+    ///
+    /// - Parameters:
+    ///   - port: The port; 0 (the default) lets the system choose a free one.
+    ///   - host: The address to listen on; loopback by default.
+    ///   - tls: Serve `wss://` with freshly generated certificates.
+    ///   - compression: Whether to negotiate permessage-deflate.
+    ///   - logger: Receives libwebsockets' server log lines; silent by default.
+    public static func start(
+        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true, logger: Logger? = nil
+    ) async throws -> TestServer {
+        let certificates = try tls.map { try TestCertificates.generate(hostnames: $0.hostnames, validDays: $0.validDays) }
+        let recorder = ServerRecorder()
+        let loop = ServerLoop(
+            settings: .init(host: host, port: port, compression: compression, certificates: certificates,
+                            logger: logger ?? Logger(label: "TestServer", factory: { _ in SwiftLogNoOpLogHandler() })),
+            recorder: recorder)
+        let thread = ServiceThread(name: "test-server", delegate: loop)
+        loop.serviceThread = thread
+        do {
+            try await thread.start()
+        } catch {
+            certificates?.remove()
+            throw TestServerError.couldNotListen("\(host):\(port) (is the port in use?)")
+        }
+        // Written on the service thread before `start` returned.
+        let bound = loop.boundPort
+        guard bound > 0 else {
+            await thread.shutdown()
+            certificates?.remove()
+            throw TestServerError.couldNotListen("\(host):\(port)")
+        }
+        return TestServer(host: host, port: bound, certificates: certificates, serviceThread: thread, recorder: recorder)
+    }
+
+    /// The URL of `path` on this server, e.g. `ws://127.0.0.1:41234/echo`.
+    public func url(path: String = "/echo") -> String {
+        let scheme = certificates == nil ? "ws" : "wss"
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(hostPart):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+    }
+
+    /// The CA file to trust for a TLS server.
+    public var caCertificateFile: String? { certificates?.caCertificateFile }
+
+    /// What the server has recorded so far.
+    public var snapshot: Snapshot { recorder.snapshot }
+
+    /// Waits until `condition` holds for the server's record, for at most `timeout`.
+    ///
+    /// - Throws: ``TestServerError/timedOut(_:)`` when it does not.
+    @discardableResult
+    public func waitUntil(
+        timeout: Duration = .seconds(5), _ description: String = "the test server condition",
+        _ condition: @escaping @Sendable (Snapshot) -> Bool
+    ) async throws -> Snapshot {
+        try await recorder.waitUntil(timeout: timeout, description, condition)
+    }
+
+    /// Stops listening, drops every connection and frees the server's thread and files.
+    public func stop() async {
+        await serviceThread.shutdown()
+        certificates?.remove()
+    }
+}

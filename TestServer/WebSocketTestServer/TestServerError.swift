@@ -1,0 +1,18 @@
+/// Why a ``TestServer`` could not start or an expectation about it was not met.
+public enum TestServerError: Error, Sendable, CustomStringConvertible {
+    /// The server could not listen (e.g. the port is taken).
+    case couldNotListen(String)
+    /// The TLS certificates could not be made.
+    case certificateGeneration(String)
+    /// ``TestServer/waitUntil(timeout:_:)`` gave up.
+    case timedOut(String)
+
+    /// A one-line explanation.
+    public var description: String {
+        switch self {
+        case .couldNotListen(let reason): "test server could not listen: \(reason)"
+        case .certificateGeneration(let reason): "test certificates: \(reason)"
+        case .timedOut(let what): "timed out waiting for \(what)"
+        }
+    }
+}

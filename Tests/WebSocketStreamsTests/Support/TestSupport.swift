@@ -1,0 +1,40 @@
+import Testing
+import WebSocketStreams
+import WebSocketTestServer
+
+/// Runs `body` with a fresh test server on a free loopback port, stopping it afterwards.
+func withTestServer<Result>(
+    tls: TestServer.TLS? = nil, compression: Bool = true,
+    _ body: (TestServer) async throws -> Result
+) async throws -> Result {
+    let server = try await TestServer.start(tls: tls, compression: compression)
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+/// The next message of `connection`, or nil when the stream ended.
+func nextMessage(_ iterator: inout AsyncStream<WebSocketMessage>.Iterator) async -> WebSocketMessage? {
+    await iterator.next()
+}
+
+/// Asserts that `operation` throws a `WebSocketError` and returns it.
+func expectWebSocketError(
+    _ operation: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+) async -> WebSocketError? {
+    do {
+        try await operation()
+        Issue.record("expected a WebSocketError, but nothing was thrown", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as WebSocketError {
+        return error
+    } catch {
+        Issue.record("expected a WebSocketError, got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
