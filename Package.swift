@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "WebSocketStreams", targets: ["WebSocketStreams"]),
+        .library(name: "TaskLifetimes", targets: ["TaskLifetimes"]),
         .library(name: "WebSocketTestServer", targets: ["WebSocketTestServer"]),
         .executable(name: "TestServer", targets: ["TestServer"]),
     ],
@@ -34,6 +35,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .target(
+            name: "TaskLifetimes",
+            swiftSettings: sharedSwiftSettings
+        ),
+        .executableTarget(
+            name: "TaskLifetimesExamples",
+            dependencies: ["TaskLifetimes"],
+            path: "Examples/TaskLifetimesExamples",
             swiftSettings: sharedSwiftSettings
         ),
         .target(
@@ -59,6 +70,11 @@ let package = Package(
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets"],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
+            name: "TaskLifetimesTests",
+            dependencies: ["TaskLifetimes"],
             swiftSettings: sharedSwiftSettings
         ),
     ]
