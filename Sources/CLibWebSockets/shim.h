@@ -63,6 +63,24 @@ static inline int wss_websocket_accept(const char *key, char *out, size_t capaci
     return EVP_EncodeBlock((unsigned char *)out, digest, (int)digest_length) > 0;
 }
 
+/// The permessage-deflate extension callback for clients.
+///
+/// lws 4.1.6's client frame parser (roles/ws/client-parser-ws.c) loops forever when
+/// permessage-deflate is negotiated and a frame arrives that the extension leaves alone:
+/// an uncompressed data frame (RSV1 clear, which RFC 7692 allows) or a control frame with
+/// a payload (a pong). The extension answers PMDR_NOTHING_WE_SHOULD_DO (5); the client
+/// loop only counts the input as consumed for PMDR_DID_NOTHING or PMDR_UNKNOWN (0), so it
+/// hands the same chunk to the application again and again. Answering PMDR_UNKNOWN, what
+/// lws sees when no extension is active, makes it deliver the frame exactly once. lws's
+/// server parser already treats both answers alike, so servers keep the plain callback.
+static inline int wss_client_pm_deflate(struct lws_context *context, const struct lws_extension *extension,
+                                        struct lws *wsi, enum lws_extension_callback_reasons reason,
+                                        void *user, void *in, size_t length) {
+    int result = lws_extension_callback_pm_deflate(context, extension, wsi, reason, user, in, length);
+    if (reason == LWS_EXT_CB_PAYLOAD_RX && result == 5 /* PMDR_NOTHING_WE_SHOULD_DO */) return 0;
+    return result;
+}
+
 /// Generates a P-256 key pair (EVP_EC_gen is a variadic macro in OpenSSL 3).
 static inline EVP_PKEY *wss_generate_ec_key(void) {
     return EVP_EC_gen("prime256v1");

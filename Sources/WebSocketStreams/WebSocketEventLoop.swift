@@ -46,22 +46,37 @@ public final class WebSocketEventLoop: Sendable {
     }
 
     /// Closes every connection of this loop with 1001 (going away), waits for their close
-    /// handshakes (libwebsockets gives a peer at most 5 seconds to answer), then stops the
-    /// thread and frees the context. Later connects on this loop fail.
-    public func shutdown() async {
+    /// handshakes for at most `gracePeriod`, then stops the thread and frees the context;
+    /// connections still open by then are dropped. Later connects on this loop fail.
+    public func shutdown(gracePeriod: Duration = .seconds(3)) async {
         let first = shuttingDown.withLock { flag in
             defer { flag = true }
             return !flag
         }
         if first, serviceThread.isAcceptingWork {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let posted = serviceThread.post(LoopClosure { [clientLoop] in
-                    clientLoop.closeAll(then: continuation)
-                })
-                if !posted { continuation.resume() }
+            let allClosed = ResumeOnceSignal()
+            let posted = serviceThread.post(LoopClosure { [clientLoop] in
+                clientLoop.closeAll { allClosed.signal() }
+            })
+            if posted {
+                await allClosed.wait(atMost: gracePeriod)
             }
         }
         await serviceThread.shutdown()
+    }
+}
+
+extension WebSocketEventLoop {
+    /// How many connections the loop still owns (not yet destroyed by libwebsockets);
+    /// for leak checks in tests.
+    func liveConnectionCount() async -> Int {
+        guard serviceThread.isAcceptingWork else { return 0 }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            let posted = serviceThread.post(LoopClosure { [clientLoop] in
+                continuation.resume(returning: clientLoop.liveConnectionCount)
+            })
+            if !posted { continuation.resume(returning: 0) }
+        }
     }
 }
 

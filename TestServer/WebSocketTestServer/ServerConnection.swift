@@ -29,11 +29,25 @@ final class ServerConnection {
     private var partial: [UInt8] = []
     private var partialIsBinary = false
     private var pushed = 0
+    /// Bytes of message `pushed` already written (fragmented pushes span writable passes).
+    private var pushOffset = 0
 
-    init(id: Int, route: ServerRoute, recorder: ServerRecorder) {
+    /// Whether permessage-deflate is active: lws may then still be draining a large
+    /// compressed message after `lws_write` returns.
+    let compressed: Bool
+
+    init(id: Int, route: ServerRoute, recorder: ServerRecorder, compressed: Bool) {
         self.id = id
         self.route = route
         self.recorder = recorder
+        self.compressed = compressed
+    }
+
+    /// Whether another `lws_write` in this writable pass is safe: lws corrupts the stream
+    /// when a frame is written while part of an earlier one is still buffered, or while a
+    /// compressed message bigger than its 64 KiB deflate buffer is draining.
+    private func canWriteMore(_ wsi: OpaquePointer, after size: Int) -> Bool {
+        lws_partial_buffered(wsi) == 0 && !(compressed && size > 60 * 1024)
     }
 
     // MARK: - Lifecycle
@@ -49,7 +63,17 @@ final class ServerConnection {
             lws_rx_flow_control(wsi, 0)
         case .headers:
             enqueue(wsi, payload: Array(headersJSON.utf8), binary: false)
-        case .echo, .reject, .slow, .hang:
+        case .badUTF8(let split):
+            // "héllo" then a 4-byte lead (F0 9F) followed by '(' : invalid at the '('.
+            let first: [UInt8] = [0x68, 0xC3, 0xA9, 0x6C, 0x6C, 0x6F, 0xF0, 0x9F]
+            let second: [UInt8] = [0x28, 0x21]
+            if split {
+                enqueue(wsi, payload: first, flags: LWS_WRITE_TEXT.rawValue | LWS_WRITE_NO_FIN.rawValue)
+                enqueue(wsi, payload: second, flags: LWS_WRITE_CONTINUATION.rawValue)
+            } else {
+                enqueue(wsi, payload: first + second, binary: false)
+            }
+        case .echo, .reject, .slow, .hang, .uncompressed:
             break
         }
     }
@@ -83,9 +107,9 @@ final class ServerConnection {
             record.bytesReceived += message.count
         }
         switch route {
-        case .echo, .push, .headers, .close, .drop:
+        case .echo, .push, .headers, .close, .drop, .badUTF8:
             enqueue(wsi, payload: message, binary: partialIsBinary)
-        case .stall, .reject, .slow, .hang:
+        case .stall, .reject, .slow, .hang, .uncompressed:
             break
         }
         return 0
@@ -94,9 +118,13 @@ final class ServerConnection {
     // MARK: - Writing
 
     private func enqueue(_ wsi: OpaquePointer, payload: [UInt8], binary: Bool) {
+        enqueue(wsi, payload: payload, flags: binary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue)
+    }
+
+    private func enqueue(_ wsi: OpaquePointer, payload: [UInt8], flags: UInt32) {
         var bytes = [UInt8](repeating: 0, count: Self.headroom)
         bytes.append(contentsOf: payload)
-        outbound.append(Frame(bytes: bytes, flags: binary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue))
+        outbound.append(Frame(bytes: bytes, flags: flags))
         outboundBytes += payload.count
         if outboundBytes > Self.outboundHighWatermark, !readingPaused {
             readingPaused = true
@@ -107,54 +135,73 @@ final class ServerConnection {
 
     func writeable(_ wsi: OpaquePointer, pushBuffer: UnsafeMutableRawPointer, pushCapacity: Int) -> Int32 {
         var budget = Self.writeBudget
-        if case .push(let count, let size, let binary) = route, pushed < count {
+        var pushedThisPass = false
+        var lastWriteSize = 0
+        if case .push(let count, let size, let binary, let fragment) = route, pushed < count {
             let payload = pushBuffer + Self.headroom
             let size = min(size, pushCapacity)
-            while pushed < count, budget > 0 {
-                Self.fillPushPayload(payload, size: size, sequence: pushed, binary: binary)
-                let flags = binary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue
-                if wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), size, flags) < 0 { return -1 }
-                pushed += 1
-                budget -= max(size, 64)
-                if lws_send_pipe_choked(wsi) != 0 { break }
+            let piece = fragment > 0 ? fragment : max(size, 1)
+            while pushed < count, budget > 0, !pushedThisPass || canWriteMore(wsi, after: lastWriteSize) {
+                let length = min(piece, size - pushOffset)
+                Self.fillPushPayload(payload, sequence: pushed, binary: binary, range: pushOffset..<(pushOffset + length))
+                var flags = pushOffset == 0
+                    ? (binary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue)
+                    : LWS_WRITE_CONTINUATION.rawValue
+                if pushOffset + length < size { flags |= LWS_WRITE_NO_FIN.rawValue }
+                if wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), length, flags) < 0 { return -1 }
+                pushedThisPass = true
+                lastWriteSize = length
+                budget -= max(length, 64)
+                pushOffset += length
+                if pushOffset >= size {
+                    pushOffset = 0
+                    pushed += 1
+                }
             }
         }
-        while budget > 0, var frame = outbound.popFirst() {
+        var wrote = pushedThisPass
+        while budget > 0, !wrote || canWriteMore(wsi, after: lastWriteSize), var frame = outbound.popFirst() {
             let count = frame.payloadCount
             let result = frame.bytes.withUnsafeMutableBufferPointer { buffer in
                 wss_write(wsi, buffer.baseAddress! + Self.headroom, count, frame.flags)
             }
             if result < 0 { return -1 }
+            wrote = true
+            lastWriteSize = count
             outboundBytes -= count
             budget -= max(count, 64)
-            if lws_send_pipe_choked(wsi) != 0 { break }
         }
         if readingPaused, outboundBytes < Self.outboundHighWatermark / 4 {
             readingPaused = false
             lws_rx_flow_control(wsi, 1)
         }
         var more = !outbound.isEmpty
-        if case .push(let count, _, _) = route, pushed < count { more = true }
+        if case .push(let count, _, _, _) = route, pushed < count { more = true }
         if more { lws_callback_on_writable(wsi) }
         return 0
     }
 
-    /// The payload of pushed message `sequence`: binary messages start with the sequence
-    /// number as 8 big-endian bytes, text ones with it as 10 decimal digits and a colon;
-    /// the rest is filler. Clients use the prefix to check order and completeness.
-    static func fillPushPayload(_ payload: UnsafeMutableRawPointer, size: Int, sequence: Int, binary: Bool) {
+    /// Writes bytes `range` of pushed message `sequence` to the start of `payload`.
+    ///
+    /// Binary messages start with the sequence number as 8 big-endian bytes, text ones
+    /// with it as 10 decimal digits and a colon; the rest is filler (`a` or `x`). Clients
+    /// use the prefix to check order and completeness.
+    static func fillPushPayload(_ payload: UnsafeMutableRawPointer, sequence: Int, binary: Bool, range: Range<Int>) {
+        let prefix: [UInt8]
         if binary {
-            var value = UInt64(sequence).bigEndian
-            withUnsafeBytes(of: &value) { bytes in
-                payload.copyMemory(from: bytes.baseAddress!, byteCount: min(8, size))
-            }
-            if size > 8 { memset(payload + 8, 0x61, size - 8) }
+            prefix = withUnsafeBytes(of: UInt64(sequence).bigEndian) { Array($0) }
         } else {
-            var digits = Array(String(sequence).utf8)
-            digits = Array(repeating: UInt8(ascii: "0"), count: max(0, 10 - digits.count)) + digits + [UInt8(ascii: ":")]
-            let prefix = min(digits.count, size)
-            digits.withUnsafeBytes { payload.copyMemory(from: $0.baseAddress!, byteCount: prefix) }
-            if size > prefix { memset(payload + prefix, 0x78, size - prefix) }
+            let digits = Array(String(sequence).utf8)
+            prefix = Array(repeating: UInt8(ascii: "0"), count: max(0, 10 - digits.count)) + digits + [UInt8(ascii: ":")]
+        }
+        let filler: Int32 = binary ? 0x61 : 0x78
+        memset(payload, filler, range.count)
+        let overlap = range.clamped(to: 0..<prefix.count)
+        if !overlap.isEmpty {
+            prefix.withUnsafeBytes { bytes in
+                (payload + (overlap.lowerBound - range.lowerBound))
+                    .copyMemory(from: bytes.baseAddress! + overlap.lowerBound, byteCount: overlap.count)
+            }
         }
     }
 }

@@ -33,6 +33,8 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             table[index].name = LWSStatics.immortalCString(name)
             table[index].callback = serviceThreadCallback
             table[index].rx_buffer_size = receiveBufferSize
+            // lws's default send limit (the receive buffer size) would make big frames partial.
+            table[index].tx_packet_size = 256 * 1024
         }
         return table
     }()
@@ -187,7 +189,11 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
                 id: id, path: path, query: query, headers: headers, subprotocol: selected,
                 compressed: compressed, openedAt: .now)
         }
-        let connection = ServerConnection(id: id, route: route, recorder: recorder)
+        if compressed {
+            // lws's 1 KiB deflate buffers split larger messages over many writable passes.
+            _ = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16")
+        }
+        let connection = ServerConnection(id: id, route: route, recorder: recorder, compressed: compressed)
         attach(connection, to: wsi)
         let json = JSONText.object([
             "path": .string(path), "subprotocol": selected.map(JSONText.string) ?? .null,

@@ -3,26 +3,30 @@
 /// | Path | Behaviour |
 /// |---|---|
 /// | `/echo` | Sends every message back with its type |
-/// | `/push?count=N&size=S&type=binary|text` | Sends N messages of S bytes (each starts with its sequence number), then echoes |
+/// | `/push?count=N&size=S&type=binary|text&fragment=F` | Sends N messages of S bytes (each starts with its sequence number; in F-byte fragments when F > 0), then echoes |
 /// | `/close?code=C&reason=R&after=MS` | After MS milliseconds, closes with code C and reason R |
 /// | `/drop?after=MS` | After MS milliseconds, drops TCP without a close frame |
 /// | `/reject?status=S&body=B` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`, 429/503 `Retry-After`) |
 /// | `/slow?ms=MS` | Answers the upgrade only after MS milliseconds, then closes with 1000 |
 /// | `/hang` | Never answers the upgrade |
+/// | `/uncompressed` | Accepts permessage-deflate, then sends an uncompressed text frame and a pong with payload, then closes with 1000 |
 /// | `/stall` | Completes the handshake, then never reads again (so never answers pings) |
 /// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
+/// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
 ///
 /// Any other path is rejected with 404.
 enum ServerRoute: Sendable, Equatable {
     case echo
-    case push(count: Int, size: Int, binary: Bool)
+    case push(count: Int, size: Int, binary: Bool, fragment: Int)
     case close(code: UInt16, reason: String, afterMilliseconds: Int)
     case drop(afterMilliseconds: Int)
     case reject(status: Int, body: String, retryAfter: String?)
     case slow(milliseconds: Int)
     case hang
+    case uncompressed
     case stall
     case headers
+    case badUTF8(split: Bool)
 
     init(path: String, query: [String: String]) {
         func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
@@ -30,7 +34,8 @@ enum ServerRoute: Sendable, Equatable {
         case "/", "/echo":
             self = .echo
         case "/push":
-            self = .push(count: max(0, int("count", 10)), size: max(0, int("size", 128)), binary: query["type"] != "text")
+            self = .push(count: max(0, int("count", 10)), size: max(0, int("size", 128)),
+                         binary: query["type"] != "text", fragment: max(0, int("fragment", 0)))
         case "/close":
             self = .close(code: UInt16(clamping: int("code", 1000)), reason: query["reason"] ?? "", afterMilliseconds: max(0, int("after", 0)))
         case "/drop":
@@ -41,10 +46,14 @@ enum ServerRoute: Sendable, Equatable {
             self = .slow(milliseconds: max(0, int("ms", 1000)))
         case "/hang":
             self = .hang
+        case "/uncompressed":
+            self = .uncompressed
         case "/stall":
             self = .stall
         case "/headers":
             self = .headers
+        case "/bad-utf8":
+            self = .badUTF8(split: query["split"] != nil)
         default:
             self = .reject(status: 404, body: "no route \(path)", retryAfter: nil)
         }
@@ -53,7 +62,7 @@ enum ServerRoute: Sendable, Equatable {
     /// Routes served by taking the socket away from libwebsockets before it answers the upgrade.
     var isRaw: Bool {
         switch self {
-        case .slow, .hang: true
+        case .slow, .hang, .uncompressed: true
         default: false
         }
     }

@@ -11,26 +11,39 @@ extension ClientTransport {
     /// frame once nothing is left. Messages longer than ``ClientLoop/fragmentSize`` go out
     /// as fragments through the loop's one write buffer, so memory stays bounded however
     /// large the message. Asks to be called again while anything remains.
+    ///
+    /// lws corrupts the stream if `lws_write` is called again while it still holds part
+    /// of an earlier frame (the new frame loses its header) or is still draining a
+    /// compressed message (the new message becomes its continuation). lws calls this
+    /// callback only once both are drained, so the first write is always safe; another
+    /// write follows only while nothing is buffered and no large compressed message may be
+    /// draining. The close frame is only sent at the start of a pass for the same reason.
     func writeable(_ connection: ClientConnection, loop: ClientLoop) -> Int32 {
         guard let wsi, !failing else { return failing ? -1 : 0 }
-        if keepaliveDue {
+        var wrote = false
+        if keepaliveDue, pingInFlight == nil {
             keepaliveDue = false
             keepaliveCounter += 1
             guard writePing(tag: .keepalive, id: keepaliveCounter, loop: loop) else { return -1 }
+            wrote = true
         }
         var budget = ClientLoop.writeBudget
         var moreQueued = false
+        var mustYield = false
         while budget > 0 {
+            if wrote, mustYield || lws_partial_buffered(wsi) != 0 { break }
             if inProgress == nil {
                 if writing.isEmpty {
                     var batch = ConnectionStateMachine.WriteBatch()
+                    let mayPing = pingInFlight == nil
                     moreQueued = connection.machine.withLock { machine in
-                        machine.takeWrites(budget: budget, into: &batch, now: .now)
-                        return machine.hasPendingWrites
+                        machine.takeWrites(budget: budget, into: &batch, mayPing: mayPing, now: .now)
+                        return machine.hasPendingWrites(mayPing: false)
                     }
                     for sender in batch.admitted { sender.resume() }
                     for id in batch.pings {
                         guard writePing(tag: .user, id: id, loop: loop) else { return -1 }
+                        wrote = true
                     }
                     writing.append(contentsOf: batch.messages)
                     if let close = batch.close { closeToSend = close }
@@ -39,18 +52,24 @@ extension ClientTransport {
                 inProgress = OutgoingMessage(message: writing.removeFirst())
             }
             guard let written = writeNextFragment(loop: loop) else { return -1 }
+            wrote = true
             budget -= written
+            // A compressed frame bigger than lws's deflate buffer may still be draining.
+            if compressionActive, written > Self.compressedWriteLimit { mustYield = true }
         }
-        if inProgress == nil, writing.isEmpty, !moreQueued, let close = closeToSend {
+        if !wrote, inProgress == nil, writing.isEmpty, !moreQueued, let close = closeToSend {
             closeToSend = nil
             sendClose(wsi, code: close.code, reason: close.reason)
             return -1
         }
-        if inProgress != nil || !writing.isEmpty || moreQueued {
+        if inProgress != nil || !writing.isEmpty || moreQueued || closeToSend != nil {
             lws_callback_on_writable(wsi)
         }
         return 0
     }
+
+    /// Payloads up to this size fit lws's 64 KiB deflate output buffer in one pass.
+    static let compressedWriteLimit = 60 * 1024
 
     /// Writes the next fragment of ``inProgress``; returns the payload bytes written, or
     /// `nil` when lws failed (the connection is then closing).
@@ -89,12 +108,16 @@ extension ClientTransport {
         return max(count, 1)
     }
 
-    /// Writes a ping whose payload is a tag byte and an 8-byte id.
+    /// Writes a ping whose payload is a tag byte and an 8-byte id, and arms its deadline.
     private func writePing(tag: PingTag, id: UInt64, loop: ClientLoop) -> Bool {
         guard let wsi else { return false }
         let payload = loop.writeBuffer + loop.writeHeadroom
         payload.storeBytes(of: tag.rawValue, as: UInt8.self)
         payload.storeBytes(of: id.bigEndian, toByteOffset: 1, as: UInt64.self)
-        return wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), 9, LWS_WRITE_PING.rawValue) >= 0
+        guard wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), 9, LWS_WRITE_PING.rawValue) >= 0 else {
+            return false
+        }
+        pingWritten(tag: tag, id: id)
+        return true
     }
 }

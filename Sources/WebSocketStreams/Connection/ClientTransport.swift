@@ -57,8 +57,16 @@ final class ClientTransport: @unchecked Sendable {
     var closeToSend: (code: WebSocketCloseCode, reason: String)?
     var closeTimerArmed = false
 
+    /// Whether permessage-deflate was negotiated (lws may then need several writable
+    /// passes to drain one compressed message).
+    var compressionActive = false
+
+    /// The ping waiting for its pong. Only one is sent at a time: a peer may answer just
+    /// the latest of several pings (RFC 6455 5.5.3; lws does), which would leave the
+    /// others unanswered forever.
+    var pingInFlight: (tag: PingTag, id: UInt64, deadline: ContinuousClock.Instant)?
+    /// The keep-alive interval passed with no ping in flight: send one on the next writable pass.
     var keepaliveDue = false
-    var keepaliveDeadline: ContinuousClock.Instant?
     var keepaliveCounter: UInt64 = 0
 
     /// How long a close may take (queued messages, the close handshake) before the socket is dropped.
@@ -238,6 +246,12 @@ final class ClientTransport: @unchecked Sendable {
     private func established(_ connection: ClientConnection) {
         didOpen = true
         guard let wsi else { return }
+        if extensions?.contains("permessage-deflate") == true {
+            compressionActive = true
+            // lws's deflate buffers default to 1 KiB, which splits every larger compressed
+            // message into 1 KiB frames over as many writable passes; 64 KiB (2^16) instead.
+            _ = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16")
+        }
         let waiter = connection.machine.withLock { $0.established(subprotocol: subprotocol, extensions: extensions) }
         if let interval = configuration.pingInterval {
             lws_set_timer_usecs(wsi, interval.microseconds)
@@ -313,31 +327,51 @@ final class ClientTransport: @unchecked Sendable {
             connection.logger.debug("close did not finish in \(Self.closeTimeout); dropping the socket")
             return -1
         }
-        let now = ContinuousClock.now
-        if let keepaliveDeadline, now >= keepaliveDeadline {
-            connection.machine.withLock { $0.failed(with: .pongTimeout, closeCode: nil) }
-            connection.logger.debug("no pong within \(configuration.pongTimeout); dropping the connection")
-            return -1
-        }
         guard let wsi else { return 0 }
+        let now = ContinuousClock.now
+        if let inFlight = pingInFlight {
+            if now >= inFlight.deadline {
+                connection.machine.withLock { $0.failed(with: .pongTimeout, closeCode: nil) }
+                connection.logger.debug("no pong within \(configuration.pongTimeout); dropping the connection")
+                return -1
+            }
+            lws_set_timer_usecs(wsi, (inFlight.deadline - now).microseconds)
+            return 0
+        }
+        // The keep-alive interval passed; the ping's own deadline is armed when it is written.
         keepaliveDue = true
-        keepaliveDeadline = now + configuration.pongTimeout
-        lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds)
         lws_callback_on_writable(wsi)
         return 0
     }
 
+    /// Records a ping just written and arms its pong deadline.
+    func pingWritten(tag: PingTag, id: UInt64) {
+        let deadline = ContinuousClock.now + configuration.pongTimeout
+        pingInFlight = (tag, id, deadline)
+        if let wsi, !closeTimerArmed { lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds) }
+    }
+
+    /// A pong arrived: if it answers the ping in flight, resolve that ping and go back to
+    /// the keep-alive interval. Unsolicited pongs (allowed as heartbeats) are ignored.
     private func pong(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         let now = ContinuousClock.now
-        if keepaliveDeadline != nil, let wsi, !closeTimerArmed {
-            keepaliveDeadline = nil
-            if let interval = configuration.pingInterval { lws_set_timer_usecs(wsi, interval.microseconds) }
+        guard let inFlight = pingInFlight, let wsi, let input, length == 9,
+              input.load(as: UInt8.self) == inFlight.tag.rawValue,
+              UInt64(bigEndian: input.loadUnaligned(fromByteOffset: 1, as: UInt64.self)) == inFlight.id
+        else { return 0 }
+        pingInFlight = nil
+        if !closeTimerArmed {
+            if let interval = configuration.pingInterval {
+                lws_set_timer_usecs(wsi, interval.microseconds)
+            } else {
+                lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
+            }
         }
-        guard let input, length == 9, input.load(as: UInt8.self) == PingTag.user.rawValue else { return 0 }
-        let id = UInt64(bigEndian: input.loadUnaligned(fromByteOffset: 1, as: UInt64.self))
-        if let (waiter, roundTrip) = connection.machine.withLock({ $0.pong(id: id, at: now) }) {
-            waiter.resume(returning: roundTrip)
+        let (resolved, morePings) = connection.machine.withLock { machine in
+            (inFlight.tag == .user ? machine.pong(id: inFlight.id, at: now) : nil, machine.hasUnsentPing)
         }
+        if let (waiter, roundTrip) = resolved { waiter.resume(returning: roundTrip) }
+        if morePings { lws_callback_on_writable(wsi) }
         return 0
     }
 

@@ -179,10 +179,11 @@ struct ConnectionStateMachine {
         var admitted: [OutboundQueue.Sender] = []
     }
 
-    /// Takes what to write next: pings first, then messages up to `budget` bytes, then the
-    /// close frame once no message is left.
-    mutating func takeWrites(budget: Int, into batch: inout WriteBatch, now: ContinuousClock.Instant) {
-        for index in pings.indices where pings[index].writtenAt == nil {
+    /// Takes what to write next: the next ping (only when `mayPing`: one ping is in flight
+    /// at a time), then messages up to `budget` bytes, then the close frame once no message
+    /// is left.
+    mutating func takeWrites(budget: Int, into batch: inout WriteBatch, mayPing: Bool, now: ContinuousClock.Instant) {
+        if mayPing, let index = pings.firstIndex(where: { $0.writtenAt == nil }) {
             pings[index].writtenAt = now
             batch.pings.append(pings[index].id)
         }
@@ -193,10 +194,17 @@ struct ConnectionStateMachine {
         }
     }
 
-    /// Whether writes are waiting (asked after a writable pass).
-    var hasPendingWrites: Bool {
-        !outbound.isEmpty || (localClose != nil && !localCloseTaken) || pings.contains { $0.writtenAt == nil }
+    /// Bytes accepted and not yet handed to lws, and senders waiting for room.
+    var sendBacklog: (bytes: Int, parkedSenders: Int) { (outbound.bytes, outbound.parkedCount) }
+
+    /// Whether writes are waiting (asked after a writable pass); pings count only when
+    /// one may be sent now.
+    func hasPendingWrites(mayPing: Bool) -> Bool {
+        !outbound.isEmpty || (localClose != nil && !localCloseTaken) || (mayPing && pings.contains { $0.writtenAt == nil })
     }
+
+    /// Whether a `ping()` waits to be written.
+    var hasUnsentPing: Bool { pings.contains { $0.writtenAt == nil } }
 
     // MARK: - Receiving
 
@@ -305,7 +313,8 @@ struct ConnectionStateMachine {
         case .open:
             phase = .closing
             localClose = (code, reason)
-            return request(.write)
+            // Read again even if the consumer fell behind: the peer's close answer must get in.
+            return request([.write, .resumeReading])
         case .closing, .closed:
             return false
         }
@@ -367,7 +376,7 @@ struct ConnectionStateMachine {
         cancelledPings.remove(id)
     }
 
-    /// A pong arrived carrying `id`: the matching ping's waiter and its round-trip time.
+    /// The pong for ping `id` arrived: its waiter and the round-trip time.
     mutating func pong(id: UInt64, at now: ContinuousClock.Instant) -> (PingWaiter, Duration)? {
         guard let index = pings.firstIndex(where: { $0.id == id }), let writtenAt = pings[index].writtenAt else {
             return nil

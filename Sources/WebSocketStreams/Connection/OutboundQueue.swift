@@ -29,6 +29,9 @@ struct OutboundQueue {
         self.highWatermark = max(1, highWatermark)
     }
 
+    /// Senders waiting for room.
+    var parkedCount: Int { parked.count }
+
     /// Whether nothing waits to be written.
     var isEmpty: Bool { messages.isEmpty }
 

@@ -28,7 +28,8 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     static let writeBudget = 256 * 1024
 
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
-    nonisolated(unsafe) static let protocols = LWSStatics.makeProtocolTable(name: "websocketstreams-client", receiveBufferSize: 0)
+    nonisolated(unsafe) static let protocols = LWSStatics.makeProtocolTable(
+        name: "websocketstreams-client", receiveBufferSize: 0, sendLimit: fragmentSize + 64)
     static let protocolName = "websocketstreams-client"
 
     private let loopLogger: Logger
@@ -39,7 +40,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// The connection whose callback is running, so lws log lines reach its logger.
     private var currentLogger: Logger?
-    private var shutdownWaiter: CheckedContinuation<Void, Never>?
+    private var whenAllClosed: (@Sendable () -> Void)?
 
     /// `LWS_PRE` bytes of headroom followed by room for one fragment.
     let writeBuffer: UnsafeMutableRawPointer
@@ -61,8 +62,9 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(Self.protocols)
-        info.extensions = UnsafePointer(LWSStatics.deflateExtensions)
-        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        info.extensions = UnsafePointer(LWSStatics.clientDeflateExtensions)
+        // Send `origin` as given (lws otherwise prefixes "http://").
+        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
         info.user = contextUser
         info.gid = -1
         info.uid = -1
@@ -130,9 +132,9 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     private func release(_ connection: ClientConnection) {
         connections[ObjectIdentifier(connection)] = nil
-        if connections.isEmpty, let waiter = shutdownWaiter {
-            shutdownWaiter = nil
-            waiter.resume()
+        if connections.isEmpty, let whenAllClosed {
+            self.whenAllClosed = nil
+            whenAllClosed()
         }
     }
 
@@ -141,13 +143,16 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         release(connection)
     }
 
-    /// Asks every connection to close with 1001 and resumes `waiter` when none is left.
-    func closeAll(then waiter: CheckedContinuation<Void, Never>) {
+    /// How many connections the loop still holds (service thread).
+    var liveConnectionCount: Int { connections.count }
+
+    /// Asks every connection to close with 1001 and calls `done` when none is left.
+    func closeAll(then done: @escaping @Sendable () -> Void) {
         if connections.isEmpty {
-            waiter.resume()
+            done()
             return
         }
-        shutdownWaiter = waiter
+        whenAllClosed = done
         for connection in connections.values {
             connection.closeForShutdown()
         }
@@ -166,7 +171,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(Self.protocols)
-        info.extensions = key.compression ? UnsafePointer(LWSStatics.deflateExtensions) : nil
+        info.extensions = key.compression ? UnsafePointer(LWSStatics.clientDeflateExtensions) : nil
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
         info.vhost_name = LWSStatics.immortalCString("client-\(vhostCount)")

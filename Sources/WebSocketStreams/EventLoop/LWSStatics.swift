@@ -10,29 +10,44 @@ package enum LWSStatics {
         UnsafePointer(strdup(string)!)
     }
 
-    /// A protocol table with one protocol (all callbacks go to `ServiceThread.protocolCallback`)
+    /// A protocol table with one protocol (all callbacks go to `serviceThreadCallback`)
     /// followed by the zeroed terminator lws requires.
-    package static func makeProtocolTable(name: String, receiveBufferSize: Int) -> UnsafeMutablePointer<lws_protocols> {
+    ///
+    /// `sendLimit` is the most lws hands to one `send()`; lws's default (the receive
+    /// buffer size, 4 KiB) would turn every larger frame into a partial write.
+    package static func makeProtocolTable(name: String, receiveBufferSize: Int, sendLimit: Int) -> UnsafeMutablePointer<lws_protocols> {
         let table = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
         table.initialize(repeating: lws_protocols(), count: 2)
         table[0].name = immortalCString(name)
         table[0].callback = serviceThreadCallback
         table[0].per_session_data_size = 0
         table[0].rx_buffer_size = receiveBufferSize
+        table[0].tx_packet_size = sendLimit
         return table
     }
 
-    /// The permessage-deflate extension table (RFC 7692), offering
-    /// `client_max_window_bits`, then the zeroed terminator.
+    /// The permessage-deflate extension table (RFC 7692) for servers, then the zeroed terminator.
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
-    package nonisolated(unsafe) static let deflateExtensions: UnsafeMutablePointer<lws_extension> = {
+    package nonisolated(unsafe) static let deflateExtensions = makeDeflateTable(forClients: false)
+
+    /// The permessage-deflate table for clients, offering `client_max_window_bits`. Its
+    /// callback works around an lws 4.1.6 client bug (see `wss_client_pm_deflate` in shim.h):
+    /// without it, an uncompressed frame or a pong with payload is delivered forever.
+    // nonisolated(unsafe): written once while initialised, then only read (by lws).
+    package nonisolated(unsafe) static let clientDeflateExtensions = makeDeflateTable(forClients: true)
+
+    private static func makeDeflateTable(forClients: Bool) -> UnsafeMutablePointer<lws_extension> {
         let table = UnsafeMutablePointer<lws_extension>.allocate(capacity: 2)
         table.initialize(repeating: lws_extension(), count: 2)
         table[0].name = immortalCString("permessage-deflate")
-        table[0].callback = lws_extension_callback_pm_deflate
+        if forClients {
+            table[0].callback = wss_client_pm_deflate
+        } else {
+            table[0].callback = lws_extension_callback_pm_deflate
+        }
         table[0].client_offer = immortalCString("permessage-deflate; client_max_window_bits")
         return table
-    }()
+    }
 
     /// A retry policy that turns libwebsockets' own idle pings off: connections do their
     /// own keep-alive with sub-second resolution and a typed error on a missed pong.

@@ -150,21 +150,8 @@ package final class ServiceThread: Sendable {
     // MARK: - The thread
 
     private func spawnThread() {
-        let retained = Unmanaged.passRetained(self)
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        var thread = pthread_t()
-        let result = pthread_create(&thread, &attributes, { argument in
-            let serviceThread = Unmanaged<ServiceThread>.fromOpaque(argument!).takeRetainedValue()
-            serviceThread.run()
-            return nil
-        }, retained.toOpaque())
-        if result != 0 {
-            retained.release()
-            failStart("could not start the service thread (pthread_create: \(result))")
-        } else {
-            pthread_detach(thread)
+        if !DetachedThread.run(name: name, { self.run() }) {
+            failStart("could not start the service thread")
         }
     }
 
@@ -179,7 +166,6 @@ package final class ServiceThread: Sendable {
     }
 
     private func run() {
-        setThreadName(name)
         ServiceThreadLogging.install(for: self)
         let contextUser = Unmanaged.passUnretained(self).toOpaque()
         guard let context = delegate.makeContext(contextUser: contextUser) else {
@@ -222,9 +208,6 @@ package final class ServiceThread: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func setThreadName(_ name: String) {
-        wss_set_thread_name(String(name.prefix(15)))
-    }
 }
 
 /// The lws context pointer as the inbox keeps it, so other threads can wake the loop.

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Synchronization
 
@@ -6,8 +5,9 @@ import Synchronization
 ///
 /// libwebsockets 4.1 (as built by Debian) resolves with a blocking `getaddrinfo` on its
 /// service thread, which would stall every connection of the loop behind one slow DNS
-/// server. Connections therefore resolve first, on a Dispatch worker, and hand lws a
-/// numeric address (the name still goes to lws for `Host`, SNI and certificate checks).
+/// server. Connections therefore resolve first, on a short-lived thread of their own
+/// (not a Dispatch or cooperative worker, which a slow lookup would tie up), and hand lws
+/// a numeric address (the name still goes to lws for `Host`, SNI and certificate checks).
 enum HostResolver {
     /// Returns a numeric address for `host`: the host itself when it is an IP literal,
     /// else the first IPv4 address (then the first IPv6 one) `getaddrinfo` finds.
@@ -19,8 +19,11 @@ enum HostResolver {
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<String, any Error>) in
                 once.install(continuation)
-                DispatchQueue.global().async {
+                let started = DetachedThread.run(name: "ws-resolve") {
                     once.resume(with: lookUp(host))
+                }
+                if !started {
+                    once.resume(with: .failure(WebSocketError.connectionFailed("could not start a thread to resolve '\(host)'")))
                 }
             }
         } onCancel: {

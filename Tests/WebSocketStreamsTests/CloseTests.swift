@@ -1,0 +1,73 @@
+import FoundationEssentials
+import Testing
+import WebSocketStreams
+import WebSocketTestServer
+
+@Suite("Closing: by the peer, by TCP loss, and by this side")
+struct CloseTests {
+    @Test("a peer close finishes the stream with the peer's code and reason")
+    func peerClose() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/close?code=4001&reason=session%20over&after=20"))
+            var count = 0
+            for await _ in connection.messages { count += 1 }
+            #expect(count == 0)
+            #expect(connection.closeCode == WebSocketCloseCode(rawValue: 4001))
+            #expect(connection.closeReason == "session over")
+            #expect(connection.error == nil)
+            let error = await expectWebSocketError { try await connection.send(.text("late")) }
+            #expect(error == .closed(code: 4001, reason: "session over"))
+        }
+    }
+
+    @Test("a TCP drop without a close frame gives 1006")
+    func tcpDrop() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/drop?after=20"))
+            for await _ in connection.messages {}
+            #expect(connection.closeCode == .abnormalClosure)
+        }
+    }
+
+    @Test("messages sent before close reach the server before the close frame")
+    func closeFlushesQueue() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            for index in 0..<200 {
+                try await connection.send(.binary(Data(repeating: UInt8(index % 256), count: 1024)))
+            }
+            await connection.close(code: .normalClosure, reason: "done")
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.connections[0].messagesReceived == 200)
+            #expect(seen.connections[0].bytesReceived == 200 * 1024)
+            #expect(seen.closeCodes == [.normalClosure])
+            #expect(connection.closeCode == .normalClosure)
+            let error = await expectWebSocketError { try await connection.send(.text("after close")) }
+            #expect(error == .closed(code: .normalClosure, reason: "done"))
+        }
+    }
+
+    @Test("close codes that may not be sent are replaced by 1000; long reasons are cut to 123 bytes")
+    func closeArgumentsSanitised() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            await connection.close(code: .abnormalClosure, reason: String(repeating: "é", count: 100))
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.closeCodes == [.normalClosure])
+            #expect(seen.connections[0].closeReasonReceived.utf8.count <= 123)
+            #expect(seen.connections[0].closeReasonReceived.hasPrefix("éé"))
+        }
+    }
+
+    @Test("closing twice, or after the end, returns without hanging")
+    func closeIsIdempotent() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            async let first: Void = connection.close(code: 4000, reason: "a")
+            async let second: Void = connection.close(code: 4001, reason: "b")
+            _ = await (first, second)
+            await connection.close()
+            #expect(connection.closeCode == 4000 || connection.closeCode == 4001)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import FoundationEssentials
+import Testing
+import WebSocketStreams
+import WebSocketTestServer
+
+@Suite("Typed errors for bad input and failed handshakes")
+struct ErrorTests {
+    @Test("malformed URLs are rejected with the reason", arguments: [
+        "", "http://example.org/", "ws//missing-colon", "ws://", "ws://host:0/", "ws://host:70000/",
+        "ws://host:abc/", "ws://exa mple.org/", "ws://host/#fragment", "ws://[::1/",
+    ])
+    func malformedURL(url: String) async {
+        let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url) }
+        guard case .invalidURL(let reason) = error else {
+            Issue.record("expected invalidURL for '\(url)', got \(String(describing: error))")
+            return
+        }
+        #expect(!reason.isEmpty)
+    }
+
+    @Test("a refused port fails fast with connectionFailed")
+    func refusedPort() async throws {
+        let server = try await TestServer.start()
+        let url = server.url(path: "/echo")
+        await server.stop()
+        let started = ContinuousClock.now
+        let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url) }
+        guard case .connectionFailed(let reason) = error else {
+            Issue.record("expected connectionFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("127.0.0.1"))
+        // Refused at once, not after the 10 s connect timeout.
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test("an unresolvable host fails with connectionFailed while other connections keep working")
+    func unresolvableHost() async throws {
+        try await withTestServer { server in
+            let open = try await WebSocket.connect(to: server.url(path: "/echo"))
+            async let failure = expectWebSocketError {
+                _ = try await WebSocket.connect(to: "ws://no-such-host.invalid/socket")
+            }
+            try await open.send(.text("still served"))
+            var iterator = open.messages.makeAsyncIterator()
+            #expect(await iterator.next() == .text("still served"))
+            let error = await failure
+            guard case .connectionFailed(let reason) = error else {
+                Issue.record("expected connectionFailed, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("no-such-host.invalid"))
+            await open.close()
+        }
+    }
+
+    @Test("a 401 is handshakeRejected with its WWW-Authenticate header")
+    func unauthorized() async throws {
+        try await withTestServer { server in
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/reject?status=401"))
+            }
+            guard case .handshakeRejected(let status, let headers) = error else {
+                Issue.record("expected handshakeRejected, got \(String(describing: error))")
+                return
+            }
+            #expect(status == 401)
+            #expect(headers["WWW-Authenticate"] == "Bearer realm=\"test-server\"")
+            #expect(headers["Content-Type"]?.hasPrefix("text/plain") == true)
+        }
+    }
+
+    @Test("a 503 carries Retry-After")
+    func serviceUnavailable() async throws {
+        try await withTestServer { server in
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/reject?status=503&retry-after=7"))
+            }
+            #expect(error == .handshakeRejected(status: 503, headers: error.map(rejectionHeaders) ?? [:]))
+            if case .handshakeRejected(_, let headers) = error { #expect(headers["Retry-After"] == "7") }
+        }
+    }
+
+    @Test("a handshake that never answers times out with timedOut")
+    func handshakeTimeout() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            configuration.connectTimeout = .milliseconds(300)
+            let started = ContinuousClock.now
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/hang"), configuration: configuration)
+            }
+            #expect(error == .timedOut)
+            // The 300 ms deadline applied, not the 10 s default.
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
+    @Test("a slow handshake within the timeout succeeds")
+    func slowHandshake() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            configuration.connectTimeout = .seconds(3)
+            let started = ContinuousClock.now
+            let connection = try await WebSocket.connect(to: server.url(path: "/slow?ms=200"), configuration: configuration)
+            #expect(ContinuousClock.now - started >= .milliseconds(200))
+            for await _ in connection.messages {}
+            #expect(connection.closeCode == .normalClosure)
+            #expect(connection.closeReason == "slow")
+        }
+    }
+
+    @Test("cancelling connect ends it promptly with CancellationError")
+    func cancelConnect() async throws {
+        try await withTestServer { server in
+            let attempt = Task { try await WebSocket.connect(to: server.url(path: "/hang")) }
+            _ = try await server.waitUntil { $0.connections.count == 1 }
+            attempt.cancel()
+            do {
+                _ = try await attempt.value
+                Issue.record("connect returned")
+            } catch {
+                #expect(error is CancellationError)
+            }
+            try await server.waitUntil { $0.connections.first?.closedAt != nil }
+        }
+    }
+
+    @Test("bad configuration is rejected before connecting")
+    func invalidConfiguration() async {
+        var configuration = WebSocketConfiguration()
+        configuration.headers["X-Bad"] = "line\r\nbreak"
+        let error = await expectWebSocketError {
+            _ = try await WebSocket.connect(to: "ws://127.0.0.1:9/", configuration: configuration)
+        }
+        guard case .invalidConfiguration = error else {
+            Issue.record("expected invalidConfiguration, got \(String(describing: error))")
+            return
+        }
+    }
+}
+
+private func rejectionHeaders(_ error: WebSocketError) -> [String: String] {
+    if case .handshakeRejected(_, let headers) = error { return headers }
+    return [:]
+}

@@ -1,0 +1,93 @@
+import Testing
+import WebSocketStreams
+import WebSocketTestServer
+
+@Suite("TLS against a wss:// test server with certificates generated at start")
+struct TLSTests {
+    @Test("an untrusted certificate is rejected by default with the reason")
+    func untrustedByDefault() async throws {
+        try await withTestServer(tls: .init()) { server in
+            let error = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(path: "/echo")) }
+            guard case .tlsFailure(let reason) = error else {
+                Issue.record("expected tlsFailure, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("issuer"), "reason: \(reason)")
+        }
+    }
+
+    @Test("trusting the generated CA makes the connection work")
+    func trustedCA() async throws {
+        try await withTestServer(tls: .init()) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            try await connection.send(.text("over TLS"))
+            var iterator = connection.messages.makeAsyncIterator()
+            #expect(await iterator.next() == .text("over TLS"))
+            await connection.close()
+            #expect(connection.closeCode == .normalClosure)
+        }
+    }
+
+    @Test("a certificate for another host name is rejected")
+    func hostnameMismatch() async throws {
+        try await withTestServer(tls: .init(hostnames: ["other.example"])) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            }
+            guard case .tlsFailure(let reason) = error else {
+                Issue.record("expected tlsFailure, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("mismatch"), "reason: \(reason)")
+        }
+    }
+
+    @Test("an expired certificate is rejected")
+    func expired() async throws {
+        try await withTestServer(tls: .init(validDays: -1)) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            }
+            guard case .tlsFailure(let reason) = error else {
+                Issue.record("expected tlsFailure, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("expired"), "reason: \(reason)")
+        }
+    }
+
+    @Test("allowUntrustedCertificates accepts anything")
+    func allowUntrusted() async throws {
+        try await withTestServer(tls: .init(hostnames: ["other.example"], validDays: -1)) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.allowUntrustedCertificates = true
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            try await connection.send(.text("insecure"))
+            var iterator = connection.messages.makeAsyncIterator()
+            #expect(await iterator.next() == .text("insecure"))
+            await connection.close()
+        }
+    }
+
+    @Test("a missing CA file is an invalid configuration")
+    func missingCAFile() async throws {
+        try await withTestServer(tls: .init()) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = "/nonexistent/ca.pem"
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            }
+            guard case .invalidConfiguration(let reason) = error else {
+                Issue.record("expected invalidConfiguration, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("/nonexistent/ca.pem"))
+        }
+    }
+}

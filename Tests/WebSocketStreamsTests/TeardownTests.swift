@@ -1,0 +1,111 @@
+import FoundationEssentials
+import Testing
+@testable import WebSocketStreams
+import WebSocketTestServer
+
+@Suite("Teardown: ending the stream or dropping the connection closes it with 1001")
+struct TeardownTests {
+    @Test("breaking out of for-await sends 1001 and frees the connection")
+    func breakSendsGoingAway() async throws {
+        let loop = WebSocketEventLoop(name: "teardown-break")
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/push?count=1000&size=64"), eventLoop: loop)
+            var received = 0
+            for await _ in connection.messages {
+                received += 1
+                if received == 3 { break }
+            }
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.closeCodes == [.goingAway])
+            #expect(received == 3)
+            try await waitForNoConnections(on: loop)
+            #expect(connection.closeCode == .goingAway)
+        }
+        await loop.shutdown()
+    }
+
+    @Test("cancelling the task that iterates sends 1001")
+    func cancellationSendsGoingAway() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            let (started, startedContinuation) = AsyncStream<Void>.makeStream()
+            let reader = Task {
+                var count = 0
+                for await _ in connection.messages {
+                    count += 1
+                    startedContinuation.yield()
+                }
+                return count
+            }
+            try await connection.send(.text("one"))
+            var iterator = started.makeAsyncIterator()
+            _ = await iterator.next()
+            reader.cancel()
+            #expect(await reader.value == 1)
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.closeCodes == [.goingAway])
+        }
+    }
+
+    @Test("a connection released without being iterated or closed is closed with 1001")
+    func releasedConnectionCloses() async throws {
+        let loop = WebSocketEventLoop(name: "teardown-release")
+        try await withTestServer { server in
+            do {
+                let connection = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
+                try await connection.send(.text("fire and forget"))
+            }
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.closeCodes == [.goingAway])
+            #expect(seen.connections.first?.messagesReceived == 1)
+            try await waitForNoConnections(on: loop)
+        }
+        await loop.shutdown()
+    }
+
+    @Test("a stream that is never iterated does not close the connection")
+    func unusedStreamDoesNothing() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            _ = connection.messages
+            try await connection.send(.text("still open"))
+            var iterator = connection.messages.makeAsyncIterator()
+            #expect(await iterator.next() == .text("still open"))
+            #expect(connection.isOpen)
+            await connection.close()
+        }
+    }
+
+    @Test("shutting down a loop closes its connections with 1001 and refuses new ones")
+    func loopShutdown() async throws {
+        let loop = WebSocketEventLoop(name: "teardown-shutdown")
+        try await withTestServer { server in
+            let first = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
+            let second = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
+            await loop.shutdown()
+            let seen = try await server.waitUntil { $0.closeCodes.count == 2 }
+            #expect(seen.closeCodes == [.goingAway, .goingAway])
+            #expect(first.closeCode == .goingAway)
+            #expect(second.closeCode == .goingAway)
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
+            }
+            guard case .connectionFailed = error else {
+                Issue.record("expected connectionFailed, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+}
+
+/// Waits until `loop` has let go of every connection (they reached WSI_DESTROY).
+func waitForNoConnections(on loop: WebSocketEventLoop, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while await loop.liveConnectionCount() > 0 {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("the loop still holds connections after 5 s", sourceLocation: sourceLocation)
+            return
+        }
+        await Task.yield()
+    }
+}
