@@ -67,6 +67,12 @@ let package = Package(
             path: "TestServer/TestServer",
             swiftSettings: sharedSwiftSettings
         ),
+        .executableTarget(
+            name: "Demo",
+            dependencies: ["WebSocketStreams", "WebSocketTestServer"],
+            path: "Examples/Demo",
+            swiftSettings: sharedSwiftSettings
+        ),
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets"],

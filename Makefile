@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`. Both install the system
+# libraries first when pkg-config cannot find them.
+SWIFT ?= swift
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps build demo test test-tsan clean
+
+## deps: install libwebsockets-dev and libssl-dev (Debian/Ubuntu) unless already present
+deps:
+	@if pkg-config --exists libwebsockets openssl 2>/dev/null; then \
+		echo "deps: libwebsockets $$(pkg-config --modversion libwebsockets), openssl $$(pkg-config --modversion openssl)"; \
+	else \
+		echo "deps: installing libwebsockets-dev libssl-dev pkg-config with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libwebsockets-dev libssl-dev pkg-config; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+## demo: run the SDK against the bundled test server on loopback
+demo: deps
+	$(SWIFT) build --product Demo
+	$(SWIFT) run --skip-build Demo
+
+## test: the whole test suite
+test: deps
+	$(SWIFT) test
+
+## test-tsan: the suite under ThreadSanitizer
+test-tsan: deps
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+clean:
+	rm -rf .build .build-tsan

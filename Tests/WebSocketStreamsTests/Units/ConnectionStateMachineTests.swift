@@ -1,0 +1,123 @@
+import FoundationEssentials
+import Testing
+@testable import WebSocketStreams
+
+@Suite("ConnectionStateMachine transitions (no I/O)")
+struct ConnectionStateMachineTests {
+    private func openMachine() -> ConnectionStateMachine {
+        var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
+        _ = machine.established(subprotocol: "chat", extensions: nil)
+        return machine
+    }
+
+    @Test("sends before the handshake fail; after it, one wake-up serves a burst of sends")
+    func sendScheduling() {
+        var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
+        guard case .fail = machine.send(.text("early")) else { Issue.record("send before open must fail"); return }
+        _ = machine.established(subprotocol: nil, extensions: nil)
+        guard case .accepted(let firstWake) = machine.send(.text("a")),
+              case .accepted(let secondWake) = machine.send(.text("b")) else {
+            Issue.record("sends on an open connection must be accepted")
+            return
+        }
+        #expect(firstWake && !secondWake)
+        #expect(machine.takeRequests() == .write)
+        guard case .accepted(let thirdWake) = machine.send(.text("c")) else { Issue.record(); return }
+        #expect(thirdWake)
+    }
+
+    @Test("a local close is queued behind accepted messages and decides the close code")
+    func localClose() async {
+        var machine = openMachine()
+        _ = machine.send(.text("last words"))
+        await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
+            guard case .wait(let wake, let failed) = machine.close(code: .normalClosure, reason: "bye", waiter: waiter) else {
+                Issue.record("close on an open connection waits")
+                waiter.resume()
+                return
+            }
+            #expect(!wake)  // already scheduled by the send
+            #expect(failed.isEmpty)
+            var batch = ConnectionStateMachine.WriteBatch()
+            machine.takeWrites(budget: 1 << 20, into: &batch, mayPing: true, now: .now)
+            #expect(batch.messages == [.text("last words")])
+            #expect(batch.close?.code == .normalClosure)
+            guard case .fail(let error) = machine.send(.text("too late")) else { Issue.record(); return }
+            #expect(error == .closed(code: .normalClosure, reason: "bye"))
+            let finale = machine.transportClosed()
+            #expect(finale?.closeWaiters.count == 1)
+            finale?.run()
+        }
+        #expect(machine.termination?.code == .normalClosure)
+        #expect(machine.termination?.reason == "bye")
+        #expect(machine.unsentMessages.isEmpty)
+    }
+
+    @Test("the peer's close code wins; TCP loss without one is 1006 and keeps unsent messages")
+    func closeCodes() {
+        var peer = openMachine()
+        peer.peerClosed(code: 4001, reason: "kicked")
+        _ = peer.transportClosed()
+        #expect(peer.termination?.code == 4001)
+        #expect(peer.closedError == .closed(code: 4001, reason: "kicked"))
+
+        var dropped = openMachine()
+        _ = dropped.send(.text("never written"))
+        _ = dropped.transportClosed()
+        #expect(dropped.termination?.code == .abnormalClosure)
+        #expect(dropped.unsentMessages == [.text("never written")])
+        let again = dropped.transportClosed()
+        #expect(again == nil)  // only once
+    }
+
+    @Test("a failure recorded before the transport closes becomes the connection's error")
+    func failures() {
+        var machine = openMachine()
+        machine.failed(with: .messageTooLarge(limit: 10), closeCode: .messageTooBig)
+        _ = machine.transportClosed()
+        #expect(machine.termination?.code == .messageTooBig)
+        #expect(machine.termination?.error == .messageTooLarge(limit: 10))
+    }
+
+    @Test("ending an iteration asks for a 1001 close; releasing the handle only when nobody iterates")
+    func consumerLifetime() {
+        var iterated = openMachine()
+        iterated.streamStarted()
+        let releaseWakes = iterated.handleReleased()
+        let endWakes = iterated.streamEnded()
+        #expect(!releaseWakes)
+        #expect(endWakes)
+        var batch = ConnectionStateMachine.WriteBatch()
+        iterated.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
+        #expect(batch.close?.code == .goingAway)
+
+        var idle = openMachine()
+        let idleWakes = idle.handleReleased()
+        #expect(idleWakes)
+    }
+
+    @Test("pings go out one at a time")
+    func onePingInFlight() async throws {
+        var machine = openMachine()
+        let results: [Duration] = try await withThrowingTaskGroup(of: Duration.self) { _ in
+            var resumed: [Duration] = []
+            for id in [1, 2] as [UInt64] {
+                let duration = try await withCheckedThrowingContinuation { (waiter: ConnectionStateMachine.PingWaiter) in
+                    _ = machine.ping(id: id, waiter: waiter)
+                    var batch = ConnectionStateMachine.WriteBatch()
+                    let start = ContinuousClock.now
+                    machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: start)
+                    #expect(batch.pings == [id])
+                    var second = ConnectionStateMachine.WriteBatch()
+                    machine.takeWrites(budget: 100, into: &second, mayPing: false, now: start)
+                    #expect(second.pings.isEmpty)
+                    let (pongWaiter, roundTrip) = machine.pong(id: id, at: start + .milliseconds(5))!
+                    pongWaiter.resume(returning: roundTrip)
+                }
+                resumed.append(duration)
+            }
+            return resumed
+        }
+        #expect(results == [.milliseconds(5), .milliseconds(5)])
+    }
+}

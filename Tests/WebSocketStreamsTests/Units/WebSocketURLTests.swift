@@ -1,0 +1,71 @@
+import Testing
+@testable import WebSocketStreams
+
+@Suite("WebSocketURL parsing")
+struct WebSocketURLTests {
+    @Test("defaults and the Host header")
+    func defaults() throws {
+        let plain = try WebSocketURL(parsing: "ws://Example.org")
+        #expect(plain.host == "example.org")
+        #expect(plain.port == 80)
+        #expect(plain.pathAndQuery == "/")
+        #expect(plain.hostHeader == "example.org")
+        #expect(!plain.isSecure)
+
+        let secure = try WebSocketURL(parsing: "wss://example.org:8443/feed?x=1")
+        #expect(secure.isSecure)
+        #expect(secure.port == 8443)
+        #expect(secure.pathAndQuery == "/feed?x=1")
+        #expect(secure.hostHeader == "example.org:8443")
+        #expect(secure.description == "wss://example.org:8443/feed?x=1")
+    }
+
+    @Test("IPv6 literals, query-only paths and user info")
+    func specialForms() throws {
+        let ipv6 = try WebSocketURL(parsing: "ws://[::1]:9001/echo")
+        #expect(ipv6.host == "::1")
+        #expect(ipv6.isIPv6Literal)
+        #expect(ipv6.hostHeader == "[::1]:9001")
+
+        let queryOnly = try WebSocketURL(parsing: "ws://host?token=abc")
+        #expect(queryOnly.pathAndQuery == "/?token=abc")
+
+        let user = try WebSocketURL(parsing: "wss://alice:p%40ss@host/")
+        #expect(user.userInfo == "alice:p%40ss")
+        #expect(user.basicAuthorization == "Basic YWxpY2U6cEBzcw==")
+        #expect(user.description == "wss://host/")
+    }
+
+    @Test("rejections say why", arguments: [
+        ("ftp://host/", "scheme"), ("ws://:80/", "host"), ("ws://host:99999/", "port"),
+        ("ws://host/#top", "fragment"), ("ws://ho st/", "space"), ("host/path", "expected"),
+    ])
+    func rejections(url: String, reason: String) {
+        #expect {
+            _ = try WebSocketURL(parsing: url)
+        } throws: { error in
+            guard case WebSocketError.invalidURL(let text) = error else { return false }
+            return text.contains(reason)
+        }
+    }
+}
+
+@Suite("HTTPProxy parsing")
+struct HTTPProxyTests {
+    @Test("host, port and credentials")
+    func parse() throws {
+        let proxy = try HTTPProxy(parsing: "http://user:pw@proxy.local:3128")
+        #expect(proxy.host == "proxy.local")
+        #expect(proxy.port == 3128)
+        #expect(proxy.lwsAddress(resolvedHost: "10.0.0.5") == "user:pw@10.0.0.5:3128")
+        let bare = try HTTPProxy(parsing: "127.0.0.1:8080/")
+        #expect(bare.lwsAddress(resolvedHost: "127.0.0.1") == "127.0.0.1:8080")
+        let ipv6 = try HTTPProxy(parsing: "http://[::1]:3128")
+        #expect(ipv6.lwsAddress(resolvedHost: "::1") == "[::1]:3128")
+    }
+
+    @Test("a missing port or another scheme is an invalid configuration", arguments: ["http://proxy", "https://proxy:443", "http://:80"])
+    func rejections(text: String) {
+        #expect(throws: WebSocketError.self) { _ = try HTTPProxy(parsing: text) }
+    }
+}
