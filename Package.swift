@@ -29,9 +29,14 @@ let package = Package(
             providers: [.apt(["libwebsockets-dev", "libssl-dev"])]
         ),
         .target(
+            name: "SynchronizationSupport",
+            swiftSettings: sharedSwiftSettings
+        ),
+        .target(
             name: "WebSocketStreams",
             dependencies: [
                 "CLibWebSockets",
+                "SynchronizationSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -39,6 +44,7 @@ let package = Package(
         ),
         .target(
             name: "TaskLifetimes",
+            dependencies: ["SynchronizationSupport"],
             swiftSettings: sharedSwiftSettings
         ),
         .executableTarget(
@@ -51,6 +57,7 @@ let package = Package(
             name: "WebSocketTestServer",
             dependencies: [
                 "CLibWebSockets",
+                "SynchronizationSupport",
                 "WebSocketStreams",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -62,6 +69,7 @@ let package = Package(
             name: "TestServer",
             dependencies: [
                 "WebSocketTestServer",
+                "SynchronizationSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "TestServer/TestServer",
@@ -75,12 +83,12 @@ let package = Package(
         ),
         .testTarget(
             name: "WebSocketStreamsTests",
-            dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets"],
+            dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(
             name: "TaskLifetimesTests",
-            dependencies: ["TaskLifetimes"],
+            dependencies: ["TaskLifetimes", "SynchronizationSupport"],
             swiftSettings: sharedSwiftSettings
         ),
     ]

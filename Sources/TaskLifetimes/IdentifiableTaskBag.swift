@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 
 /// A bag that runs at most one task per id, like a set of named jobs.
 ///
@@ -22,13 +23,13 @@ import Synchronization
 /// `IdentifiableTaskBag` is `Sendable`; every method may be called from any
 /// task or thread at once.
 public final class IdentifiableTaskBag<ID: Hashable & Sendable>: Sendable {
-    private let entries = Mutex(TaskEntries<ID>())
+    private let entries = AnnotatedMutex(TaskEntries<ID>())
 
     /// Creates an empty bag.
     public init() {}
 
     deinit {
-        let cancellers = entries.withLock(owner: self) { $0.removeAll() }
+        let cancellers = entries.withLock { $0.removeAll() }
         for cancel in cancellers { cancel() }
     }
 
@@ -60,12 +61,12 @@ public final class IdentifiableTaskBag<ID: Hashable & Sendable>: Sendable {
         operation: @escaping @Sendable () async -> Void
     ) -> Task<Void, Never>? {
         // Reserve the id first: the task may finish before its handle is stored.
-        guard let token = entries.withLock(owner: self, { $0.reserve(id) }) else { return nil }
+        guard let token = entries.withLock({ $0.reserve(id) }) else { return nil }
         let task = Task(priority: priority) { [weak self] in
             await operation()
             self?.finished(id: id, token: token)
         }
-        let attached = entries.withLock(owner: self) {
+        let attached = entries.withLock {
             $0.attach({ task.cancel() }, to: id, token: token)
         }
         // Not attached: the id was cancelled while the task was being created
@@ -97,7 +98,7 @@ public final class IdentifiableTaskBag<ID: Hashable & Sendable>: Sendable {
     /// ``add(_:id:)`` returning the task that removes `task` once it finished
     /// (`nil` if `task` was not added); for tests.
     func insert<Success, Failure>(_ task: Task<Success, Failure>, id: ID) -> Task<Void, Never>? {
-        let token = entries.withLock(owner: self) { entries -> UInt64? in
+        let token = entries.withLock { entries -> UInt64? in
             guard let token = entries.reserve(id) else { return nil }
             _ = entries.attach({ task.cancel() }, to: id, token: token)
             return token
@@ -114,25 +115,25 @@ public final class IdentifiableTaskBag<ID: Hashable & Sendable>: Sendable {
 
     /// Whether a task for `id` is running (started and not finished or cancelled).
     public func isRunning(id: ID) -> Bool {
-        entries.withLock(owner: self) { $0.contains(id) }
+        entries.withLock { $0.contains(id) }
     }
 
     /// Cancels the task for `id`, if any, and frees `id` to be started again.
     public func cancel(id: ID) {
-        let cancel = entries.withLock(owner: self) { $0.remove(id) }
+        let cancel = entries.withLock { $0.remove(id) }
         cancel?()
     }
 
     /// Cancels every task and empties the bag. The bag stays usable.
     public func cancel() {
-        let cancellers = entries.withLock(owner: self) { $0.removeAll() }
+        let cancellers = entries.withLock { $0.removeAll() }
         for cancel in cancellers { cancel() }
     }
 
     /// The number of running tasks; for tests.
-    var count: Int { entries.withLock(owner: self) { $0.count } }
+    var count: Int { entries.withLock { $0.count } }
 
     private func finished(id: ID, token: UInt64) {
-        entries.withLock(owner: self) { $0.remove(id, token: token) }
+        entries.withLock { $0.remove(id, token: token) }
     }
 }

@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 
 /// A bag of tasks that are cancelled together: by ``cancel()`` or when the bag is released.
 ///
@@ -36,18 +37,18 @@ public final class TaskBag: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    private let state = AnnotatedMutex(State())
 
     /// Creates an empty bag.
     public init() {}
 
     deinit {
-        let cancellers = state.withLock(owner: self) { $0.entries.removeAll() }
+        let cancellers = state.withLock { $0.entries.removeAll() }
         for cancel in cancellers { cancel() }
     }
 
     /// The number of tasks in the bag (started and not yet finished or cancelled).
-    var count: Int { state.withLock(owner: self) { $0.entries.count } }
+    var count: Int { state.withLock { $0.entries.count } }
 
     /// Starts `operation` in a new task owned by the bag.
     ///
@@ -71,12 +72,12 @@ public final class TaskBag: Sendable {
         priority: TaskPriority? = nil,
         operation: @escaping @Sendable () async -> Void
     ) -> Task<Void, Never> {
-        let (key, token) = state.withLock(owner: self) { $0.reserveNewEntry() }
+        let (key, token) = state.withLock { $0.reserveNewEntry() }
         let task = Task(priority: priority) { [weak self] in
             await operation()
             self?.finished(key: key, token: token)
         }
-        let attached = state.withLock(owner: self) {
+        let attached = state.withLock {
             $0.entries.attach({ task.cancel() }, to: key, token: token)
         }
         // Not attached: `cancel()` emptied the bag while the task was being
@@ -102,7 +103,7 @@ public final class TaskBag: Sendable {
     /// ``add(_:)`` returning the task that removes `task` once it finished; for tests.
     @discardableResult
     func insert<Success, Failure>(_ task: Task<Success, Failure>) -> Task<Void, Never> {
-        let (key, token) = state.withLock(owner: self) { state in
+        let (key, token) = state.withLock { state in
             let (key, token) = state.reserveNewEntry()
             _ = state.entries.attach({ task.cancel() }, to: key, token: token)
             return (key, token)
@@ -118,11 +119,11 @@ public final class TaskBag: Sendable {
     /// The bag stays usable: tasks added afterwards run normally. `cancel()`
     /// does not wait for the cancelled tasks to return.
     public func cancel() {
-        let cancellers = state.withLock(owner: self) { $0.entries.removeAll() }
+        let cancellers = state.withLock { $0.entries.removeAll() }
         for cancel in cancellers { cancel() }
     }
 
     private func finished(key: UInt64, token: UInt64) {
-        state.withLock(owner: self) { $0.entries.remove(key, token: token) }
+        state.withLock { $0.entries.remove(key, token: token) }
     }
 }

@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 
 /// SwiftUI's `.task(id:)` for any owner: one operation at a time, restarted when the id changes.
 ///
@@ -39,19 +40,19 @@ public final class TaskScope<ID: Equatable & Sendable>: Sendable {
         case switched(previous: Task<Void, Never>?)
     }
 
-    private let state = Mutex(State())
+    private let state = AnnotatedMutex(State())
 
     /// Creates a scope with no operation running.
     public init() {}
 
     deinit {
         // Earlier tasks were cancelled by the switches that replaced them.
-        state.withLock(owner: self) { $0.tail }?.cancel()
+        state.withLock { $0.tail }?.cancel()
     }
 
     /// The id of the latest operation requested, or `nil` if none is (before the
     /// first call and after ``cancel()``).
-    public var id: ID? { state.withLock(owner: self) { $0.id } }
+    public var id: ID? { state.withLock { $0.id } }
 
     /// Runs `operation` for `id`, replacing the operation of another id.
     ///
@@ -75,7 +76,7 @@ public final class TaskScope<ID: Equatable & Sendable>: Sendable {
         operation: @escaping @Sendable () async -> Void
     ) async {
         let (started, startedContinuation) = AsyncStream<Never>.makeStream()
-        let decision = state.withLock(owner: self) { state -> Decision in
+        let decision = state.withLock { state -> Decision in
             if let current = state.id, current == id { return .unchanged }
             state.id = id
             state.generation &+= 1
@@ -104,7 +105,7 @@ public final class TaskScope<ID: Equatable & Sendable>: Sendable {
     ///
     /// Afterwards ``id`` is `nil`, and any id starts a new operation.
     public func cancel() async {
-        let tail = state.withLock(owner: self) { state in
+        let tail = state.withLock { state in
             state.id = nil
             state.generation &+= 1
             return state.tail
@@ -114,6 +115,6 @@ public final class TaskScope<ID: Equatable & Sendable>: Sendable {
     }
 
     private func isLatest(_ generation: UInt64) -> Bool {
-        state.withLock(owner: self) { $0.generation == generation }
+        state.withLock { $0.generation == generation }
     }
 }

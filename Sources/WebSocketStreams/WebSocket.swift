@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 
 /// An open WebSocket client connection.
 ///

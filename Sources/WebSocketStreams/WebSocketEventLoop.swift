@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import SynchronizationSupport
 
 /// One libwebsockets context and the dedicated thread that services it.
 ///
@@ -24,7 +25,7 @@ public final class WebSocketEventLoop: Sendable {
 
     let serviceThread: ServiceThread
     let clientLoop: ClientLoop
-    private let shuttingDown = Mutex(false)
+    private let shuttingDown = AnnotatedMutex(false)
 
     /// Creates a loop. Its thread and lws context are created on the first connection.
     ///

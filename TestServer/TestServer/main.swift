@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import Logging
 import Synchronization
+import SynchronizationSupport
 import WebSocketTestServer
 
 /// `swift run TestServer --port 9001 [--tls]`: serves the test routes until Ctrl-C.
@@ -63,7 +64,7 @@ struct TestServerCommand: AsyncParsableCommand {
         }
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        let state = Mutex(Wait.idle)
+        let state = AnnotatedMutex(Wait.idle)
         let sources = [SIGINT, SIGTERM].map { number in
             let source = DispatchSource.makeSignalSource(signal: number)
             source.setEventHandler {

@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 
 /// The server's record of connections, shared by the service thread (which writes)
 /// and tests (which read and wait). Waiters are resumed outside the lock.
@@ -17,7 +18,7 @@ final class ServerRecorder: Sendable {
         var nextWaiterID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = AnnotatedMutex(State())
 
     var snapshot: TestServer.Snapshot {
         state.withLock { $0.snapshot }

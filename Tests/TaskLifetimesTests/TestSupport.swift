@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 @testable import TaskLifetimes
 
 /// Events sent from any task, awaited in order by the test: the tests
@@ -53,17 +54,16 @@ final class NeverEndingStream: Sendable {
     }
 }
 
-// The Mutexes below use `withLock(owner:)` from TaskLifetimes, which makes
-// them visible to ThreadSanitizer (see Mutex+ThreadSanitizer.swift).
+// The locks below are AnnotatedMutex, whose critical sections ThreadSanitizer can see.
 
 /// A counter that can be shared between tasks.
 final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = AnnotatedMutex(0)
 
-    var current: Int { value.withLock(owner: self) { $0 } }
+    var current: Int { value.withLock { $0 } }
 
     @discardableResult
-    func increment() -> Int { value.withLock(owner: self) { $0 += 1; return $0 } }
+    func increment() -> Int { value.withLock { $0 += 1; return $0 } }
 }
 
 /// Lets the current task yield `count` times: a cleanup that takes a while.
@@ -73,17 +73,17 @@ func yieldRepeatedly(_ count: Int) async {
 
 /// A value behind a `Mutex`, shareable between tasks.
 final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
+    private let mutex: AnnotatedMutex<Value>
 
     init(_ value: Value) {
-        mutex = Mutex(value)
+        mutex = AnnotatedMutex(value)
     }
 
-    var value: Value { mutex.withLock(owner: self) { $0 } }
+    var value: Value { mutex.withLock { $0 } }
 
     @discardableResult
     func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
-        mutex.withLock(owner: self) { body(&$0) }
+        mutex.withLock { body(&$0) }
     }
 }
 
@@ -108,12 +108,12 @@ final class Gate: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = AnnotatedMutex(State())
 
     /// Suspends until ``open()`` is called; cancellation does not end the wait.
     func wait() async {
         await withCheckedContinuation { continuation in
-            let resumeNow = state.withLock(owner: self) { state in
+            let resumeNow = state.withLock { state in
                 if state.isOpen { return true }
                 state.waiters.append(continuation)
                 return false
@@ -124,7 +124,7 @@ final class Gate: Sendable {
 
     /// Lets every current and future waiter through.
     func open() {
-        let waiters = state.withLock(owner: self) { state in
+        let waiters = state.withLock { state in
             state.isOpen = true
             defer { state.waiters = [] }
             return state.waiters

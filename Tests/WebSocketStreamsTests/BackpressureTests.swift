@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Synchronization
+import SynchronizationSupport
 import Testing
 @testable import WebSocketStreams
 import WebSocketTestServer

@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import SynchronizationSupport
 
 /// The internal core of one client connection.
 ///
@@ -20,7 +21,7 @@ final class ClientConnection: ServiceThreadWork {
     /// resolves it.
     let connectAddress: String
     let transport: ClientTransport
-    let machine: Mutex<ConnectionStateMachine>
+    let machine: AnnotatedMutex<ConnectionStateMachine>
     private let eventLoop: WebSocketEventLoop
     private let waiterIDs = Atomic<UInt64>(0)
 
@@ -39,7 +40,7 @@ final class ClientConnection: ServiceThreadWork {
             clientCertificateFile: url.isSecure ? configuration.tls.clientCertificateFile : nil,
             clientKeyFile: url.isSecure ? configuration.tls.clientKeyFile : nil,
             proxy: proxy)
-        machine = Mutex(ConnectionStateMachine(configuration: configuration))
+        machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration))
         transport = ClientTransport(configuration: configuration, url: url, handshakeDeadline: handshakeDeadline)
     }
 

@@ -1,7 +1,7 @@
 import CLibWebSockets
 import FoundationEssentials
 import Logging
-import Synchronization
+import SynchronizationSupport
 
 extension ClientTransport {
     /// One chunk of a data message arrived (`LWS_CALLBACK_CLIENT_RECEIVE`).

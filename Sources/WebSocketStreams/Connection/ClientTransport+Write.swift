@@ -1,7 +1,7 @@
 import CLibWebSockets
 import FoundationEssentials
 import Glibc
-import Synchronization
+import SynchronizationSupport
 
 extension ClientTransport {
     /// The socket can take more (`LWS_CALLBACK_CLIENT_WRITEABLE`).

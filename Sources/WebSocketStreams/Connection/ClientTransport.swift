@@ -2,7 +2,7 @@ import CLibWebSockets
 import DequeModule
 import FoundationEssentials
 import Logging
-import Synchronization
+import SynchronizationSupport
 
 /// The service-thread half of a client connection: it turns libwebsockets callbacks
 /// into state machine events and carries out what the state machine asks for (write,

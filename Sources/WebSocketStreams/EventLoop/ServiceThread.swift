@@ -1,6 +1,7 @@
 import CLibWebSockets
 import Glibc
 import Synchronization
+import SynchronizationSupport
 
 /// Work that another thread hands to a ``ServiceThread``: it runs on the service
 /// thread the next time the loop wakes.
@@ -52,7 +53,7 @@ package final class ServiceThread: Sendable {
         var startError: String?
     }
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = AnnotatedMutex(Inbox())
     package let delegate: any ServiceThreadDelegate
     private let name: String
 

@@ -2,6 +2,7 @@ import CLibWebSockets
 import Glibc
 import Logging
 import Synchronization
+import SynchronizationSupport
 
 /// Routes libwebsockets' process-global log output to swift-log.
 ///
@@ -19,7 +20,7 @@ package enum ServiceThreadLogging {
 
     /// The lws levels currently enabled; only grows. Errors and warnings are always on
     /// (rare and useful); notices, info and debug when a logger asks for them.
-    private static let enabledLevels = Mutex<Int32>(0)
+    private static let enabledLevels = AnnotatedMutex<Int32>(0)
 
     private static let emit: @convention(c) (Int32, UnsafePointer<CChar>?) -> Void = { level, line in
         guard let line, let slot = pthread_getspecific(threadKey) else { return }

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SynchronizationSupport
 
 /// Resolves host names off the service thread.
 ///
@@ -79,7 +80,7 @@ private final class ResumeOnce: Sendable {
         case done
     }
 
-    private let state = Mutex<State>(.idle)
+    private let state = AnnotatedMutex<State>(.idle)
 
     func install(_ continuation: UnsafeContinuation<String, any Error>) {
         let early: Result<String, any Error>? = state.withLock { state in

@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 
 /// A one-shot signal a task can wait for with a time limit: ``signal()`` may come from
 /// any thread, before or during the wait, and at most once has an effect.
@@ -9,7 +10,7 @@ final class ResumeOnceSignal: Sendable {
         case signalled
     }
 
-    private let state = Mutex(State.idle)
+    private let state = AnnotatedMutex(State.idle)
 
     /// Fires the signal; later calls do nothing.
     func signal() {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SynchronizationSupport
 @testable import WebSocketStreams
 
 /// A minimal HTTP CONNECT proxy on a free loopback port, for proxy tests: it records
@@ -8,7 +9,7 @@ import Synchronization
 final class TestConnectProxy: Sendable {
     let port: Int
     private let listener: Int32
-    private let requests = Mutex<[String]>([])
+    private let requests = AnnotatedMutex<[String]>([])
     private let stopped = Atomic<Bool>(false)
 
     /// The CONNECT request lines seen so far, e.g. `CONNECT 127.0.0.1:4567 HTTP/1.1`.

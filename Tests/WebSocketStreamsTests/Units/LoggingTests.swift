@@ -1,12 +1,13 @@
 import Logging
 import Synchronization
+import SynchronizationSupport
 import Testing
 import WebSocketStreams
 import WebSocketTestServer
 
 /// Collects log messages in memory.
 private final class CollectingLogHandler: LogHandler, Sendable {
-    let lines = Mutex<[String]>([])
+    let lines = AnnotatedMutex<[String]>([])
     var metadata: Logger.Metadata {
         get { [:] }
         set {}
