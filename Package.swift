@@ -83,7 +83,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebSocketStreamsTests",
-            dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport"],
+            dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(

@@ -147,12 +147,11 @@ final class MessageIteration: Sendable {
 
     init(connection: ClientConnection) {
         self.connection = connection
+        connection.streamCreated()
     }
 
     func next() async -> WebSocketMessage? {
-        if !started.load(ordering: .relaxed), !started.exchange(true, ordering: .acquiringAndReleasing) {
-            connection.streamStarted()
-        }
+        if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
         return await connection.next()
     }
 
@@ -161,8 +160,6 @@ final class MessageIteration: Sendable {
     }
 
     deinit {
-        if started.load(ordering: .acquiring) {
-            connection.streamEnded()
-        }
+        connection.streamReleased(wasIterated: started.load(ordering: .acquiring))
     }
 }

@@ -40,6 +40,10 @@ public enum WebSocketError: Error, Sendable, Hashable {
     /// The configuration cannot be used (e.g. an unreadable certificate file, a header
     /// with a line break, a close code that may not be sent).
     case invalidConfiguration(String)
+    /// A ``ReconnectingWebSocket``'s send queue is full (``ReconnectPolicy/maxQueuedMessages``
+    /// messages or ``ReconnectPolicy/maxQueuedBytes`` bytes wait for a connection); the
+    /// message was not queued.
+    case sendQueueFull(messages: Int, bytes: Int)
 }
 
 extension WebSocketError: CustomStringConvertible {
@@ -63,6 +67,8 @@ extension WebSocketError: CustomStringConvertible {
         case .messageTooLarge(let limit): "message larger than the \(limit)-byte limit; closed with 1009"
         case .pongTimeout: "the peer did not answer a keep-alive ping in time"
         case .invalidConfiguration(let reason): "invalid configuration: \(reason)"
+        case .sendQueueFull(let messages, let bytes):
+            "send queue full (\(messages) messages, \(bytes) bytes waiting for a connection); the message was not queued"
         }
     }
 }

@@ -33,8 +33,15 @@ struct TestServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("port-file"), help: "Write the bound port to this file once listening.")
     var portFile: String?
 
+    @Option(name: .customLong("drop-every"), help: "Drop every connection (no close frame) every SECONDS, to watch clients reconnect.")
+    var dropEvery: Double?
+
     @Flag(help: "Log libwebsockets' server lines to stderr.")
     var verbose = false
+
+    func validate() throws {
+        if let dropEvery, dropEvery <= 0 { throw ValidationError("--drop-every must be positive") }
+    }
 
     func run() async throws {
         var logger = Logger(label: "TestServer")
@@ -50,7 +57,19 @@ struct TestServerCommand: AsyncParsableCommand {
             fclose(file)
         }
         fflush(nil)
+        let dropper: Task<Void, Never>? = dropEvery.map { seconds in
+            // Lives exactly as long as the server; cancelled right after the signal below.
+            Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(seconds))
+                    let dropped = await server.disconnectAll()
+                    if dropped > 0 { print("dropped \(dropped) connection(s)") }
+                    fflush(nil)
+                }
+            }
+        }
         await waitForTerminationSignal()
+        dropper?.cancel()
         await server.stop()
         print("TestServer stopped")
     }

@@ -35,12 +35,17 @@ final class ServerConnection {
     /// Whether permessage-deflate is active: lws may then still be draining a large
     /// compressed message after `lws_write` returns.
     let compressed: Bool
+    /// Whether received text messages are kept in the connection's record.
+    let recordTexts: Bool
+    /// The connection's wsi while it exists.
+    var wsi: OpaquePointer?
 
-    init(id: Int, route: ServerRoute, recorder: ServerRecorder, compressed: Bool) {
+    init(id: Int, route: ServerRoute, recorder: ServerRecorder, compressed: Bool, recordTexts: Bool) {
         self.id = id
         self.route = route
         self.recorder = recorder
         self.compressed = compressed
+        self.recordTexts = recordTexts
     }
 
     /// Whether another `lws_write` in this writable pass is safe: lws corrupts the stream
@@ -102,9 +107,11 @@ final class ServerConnection {
         guard lws_is_final_fragment(wsi) != 0 else { return 0 }
         let message = partial
         partial = []
+        let text = recordTexts && !partialIsBinary ? String(decoding: message, as: UTF8.self) : nil
         recorder.change(id) { record in
             record.messagesReceived += 1
             record.bytesReceived += message.count
+            if let text { record.textsReceived.append(text) }
         }
         switch route {
         case .echo, .push, .headers, .close, .drop, .badUTF8:

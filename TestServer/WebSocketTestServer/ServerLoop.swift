@@ -15,6 +15,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         var port: Int
         var compression: Bool
         var certificates: TestCertificates?
+        var recordTexts: Bool
         var logger: Logger
     }
 
@@ -46,6 +47,8 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     private var vhost: OpaquePointer?
     private var connections: [ObjectIdentifier: AnyObject] = [:]
     private var pendingRawPeer: RawPeer?
+    /// New TCP connections are dropped at accept until this instant.
+    private var refuseUntil: ContinuousClock.Instant?
     /// Sockets taken from lws, waiting to be adopted back as raw sockets on the next pass.
     private var pendingAdoptions: [(peer: RawPeer, descriptor: Int32)] = []
     /// The thread that services this loop; set right after both are created.
@@ -99,6 +102,9 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     ) -> Int32 {
         guard let wsi else { return 0 }
         switch reason {
+        case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
+            if let refuseUntil, ContinuousClock.now < refuseUntil { return -1 }
+            return 0
         case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
             return confirmUpgrade(wsi)
         case LWS_CALLBACK_HTTP:
@@ -193,7 +199,9 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             // lws's 1 KiB deflate buffers split larger messages over many writable passes.
             _ = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16")
         }
-        let connection = ServerConnection(id: id, route: route, recorder: recorder, compressed: compressed)
+        let connection = ServerConnection(
+            id: id, route: route, recorder: recorder, compressed: compressed, recordTexts: settings.recordTexts)
+        connection.wsi = wsi
         attach(connection, to: wsi)
         let json = JSONText.object([
             "path": .string(path), "subprotocol": selected.map(JSONText.string) ?? .null,
@@ -234,6 +242,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             recorder.change(connection.id) { record in
                 if record.closedAt == nil { record.closedAt = .now }
             }
+            connection.wsi = nil
             detach(wsi, connection)
         default:
             break
@@ -287,6 +296,24 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             pendingRawPeer = nil
             if adopted == nil { close(descriptor) }
         }
+    }
+
+    // MARK: - Fault controls
+
+    /// Drops every WebSocket connection without a close frame. Returns how many.
+    func disconnectAll() -> Int {
+        var count = 0
+        for case let connection as ServerConnection in connections.values {
+            guard let wsi = connection.wsi else { continue }
+            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
+            count += 1
+        }
+        return count
+    }
+
+    /// Drops new TCP connections as soon as they are accepted, for `duration`.
+    func refuseConnections(for duration: Duration) {
+        refuseUntil = .now + duration
     }
 
     // MARK: - Bookkeeping

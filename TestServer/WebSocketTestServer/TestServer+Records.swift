@@ -21,6 +21,8 @@ extension TestServer {
         public var messagesReceived = 0
         /// Payload bytes received from the client.
         public var bytesReceived = 0
+        /// The text messages received, in order, when the server was started with `recordTexts`.
+        public var textsReceived: [String] = []
         /// The close code in the client's close frame; `nil` if none came.
         public var closeCodeReceived: WebSocketCloseCode?
         /// The reason in the client's close frame.
@@ -54,6 +56,11 @@ extension TestServer {
         /// Connections still open.
         public var openConnections: [ConnectionRecord] {
             connections.filter { $0.closedAt == nil }
+        }
+
+        /// Every text message received, over all connections, in connection order.
+        public var allTextsReceived: [String] {
+            connections.flatMap(\.textsReceived)
         }
     }
 }

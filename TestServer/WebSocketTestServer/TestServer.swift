@@ -52,13 +52,18 @@ public final class TestServer: Sendable {
     /// The generated certificates of a TLS server; `nil` without TLS.
     public let certificates: TestCertificates?
     private let serviceThread: ServiceThread
+    private let loop: ServerLoop
     private let recorder: ServerRecorder
 
-    private init(host: String, port: Int, certificates: TestCertificates?, serviceThread: ServiceThread, recorder: ServerRecorder) {
+    private init(
+        host: String, port: Int, certificates: TestCertificates?, serviceThread: ServiceThread,
+        loop: ServerLoop, recorder: ServerRecorder
+    ) {
         self.host = host
         self.port = port
         self.certificates = certificates
         self.serviceThread = serviceThread
+        self.loop = loop
         self.recorder = recorder
     }
 
@@ -69,14 +74,17 @@ public final class TestServer: Sendable {
     ///   - host: The address to listen on; loopback by default.
     ///   - tls: Serve `wss://` with freshly generated certificates.
     ///   - compression: Whether to negotiate permessage-deflate.
+    ///   - recordTexts: Keep every received text message in ``ConnectionRecord/textsReceived``.
     ///   - logger: Receives libwebsockets' server log lines; silent by default.
     public static func start(
-        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true, logger: Logger? = nil
+        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
+        recordTexts: Bool = false, logger: Logger? = nil
     ) async throws -> TestServer {
         let certificates = try tls.map { try TestCertificates.generate(hostnames: $0.hostnames, validDays: $0.validDays) }
         let recorder = ServerRecorder()
         let loop = ServerLoop(
             settings: .init(host: host, port: port, compression: compression, certificates: certificates,
+                            recordTexts: recordTexts,
                             logger: logger ?? Logger(label: "TestServer", factory: { _ in SwiftLogNoOpLogHandler() })),
             recorder: recorder)
         let thread = ServiceThread(name: "test-server", delegate: loop)
@@ -94,7 +102,8 @@ public final class TestServer: Sendable {
             certificates?.remove()
             throw TestServerError.couldNotListen("\(host):\(port)")
         }
-        return TestServer(host: host, port: bound, certificates: certificates, serviceThread: thread, recorder: recorder)
+        return TestServer(
+            host: host, port: bound, certificates: certificates, serviceThread: thread, loop: loop, recorder: recorder)
     }
 
     /// The URL of `path` on this server, e.g. `ws://127.0.0.1:41234/echo`.
@@ -119,6 +128,27 @@ public final class TestServer: Sendable {
         _ condition: @escaping @Sendable (Snapshot) -> Bool
     ) async throws -> Snapshot {
         try await recorder.waitUntil(timeout: timeout, description, condition)
+    }
+
+    /// Drops every open WebSocket connection at once, without a close frame (clients see
+    /// 1006), as a network failure would. Returns how many were dropped.
+    @discardableResult
+    public func disconnectAll() async -> Int {
+        await onServiceThread { [loop] in loop.disconnectAll() } ?? 0
+    }
+
+    /// Makes the server drop every new TCP connection as soon as it is accepted, for
+    /// `duration`, as a server that is down would. Connections already open stay open.
+    public func refuseConnections(for duration: Duration) async {
+        _ = await onServiceThread { [loop] in loop.refuseConnections(for: duration) }
+    }
+
+    /// Runs `body` on the server's thread; `nil` once the server has stopped.
+    private func onServiceThread<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
+            let posted = serviceThread.post(LoopClosure { continuation.resume(returning: body()) })
+            if !posted { continuation.resume(returning: nil) }
+        }
     }
 
     /// Stops listening, drops every connection and frees the server's thread and files.

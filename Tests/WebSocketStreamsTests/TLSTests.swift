@@ -7,12 +7,17 @@ struct TLSTests {
     @Test("an untrusted certificate is rejected by default with the reason")
     func untrustedByDefault() async throws {
         try await withTestServer(tls: .init()) { server in
-            let error = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(path: "/echo")) }
+            let log = CollectingLogHandler()
+            var configuration = WebSocketConfiguration()
+            configuration.logger = log.logger
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            }
             guard case .tlsFailure(let reason) = error else {
                 Issue.record("expected tlsFailure, got \(String(describing: error))")
                 return
             }
-            #expect(reason.contains("issuer"), "reason: \(reason)")
+            #expect(reason.contains("issuer"), "reason: \(reason); log: \(log.diagnostics)")
         }
     }
 

@@ -152,10 +152,22 @@ final class ClientConnection: ServiceThreadWork {
         }
     }
 
+    /// Waits until the connection has ended, without asking it to close.
+    func waitUntilClosed() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            if !machine.withLock({ $0.awaitTermination(continuation) }) { continuation.resume() }
+        }
+    }
+
     /// Closes with 1001 without waiting (the event loop is shutting down).
     func closeForShutdown() {
+        closeWithoutWaiting(code: .goingAway)
+    }
+
+    /// Asks for a close with `code` and returns at once.
+    func closeWithoutWaiting(code: WebSocketCloseCode, reason: String = "") {
         let (wake, failedSenders, error) = machine.withLock { machine in
-            let result = machine.closeWithoutWaiting(code: .goingAway, reason: "")
+            let result = machine.closeWithoutWaiting(code: code, reason: reason)
             return (result.wake, result.failedSenders, machine.closedError)
         }
         if wake { self.wake() }
@@ -195,12 +207,12 @@ final class ClientConnection: ServiceThreadWork {
         }
     }
 
-    func streamStarted() {
-        machine.withLock { $0.streamStarted() }
+    func streamCreated() {
+        machine.withLock { $0.streamCreated() }
     }
 
-    func streamEnded() {
-        if machine.withLock({ $0.streamEnded() }) { wake() }
+    func streamReleased(wasIterated: Bool) {
+        if machine.withLock({ $0.streamReleased(wasIterated: wasIterated) }) { wake() }
     }
 
     func consumerCancelled() {

@@ -37,6 +37,8 @@ final class ClientTransport: @unchecked Sendable {
     let headerLines: [(name: [UInt8], value: [UInt8])]
 
     var wsi: OpaquePointer?
+    /// The upgrade request went out: the server may answer 101 at any moment from now.
+    var handshakeSent = false
     var didOpen = false
     var ended = false
     var destroyed = false
@@ -71,6 +73,9 @@ final class ClientTransport: @unchecked Sendable {
 
     /// How long a close may take (queued messages, the close handshake) before the socket is dropped.
     static let closeTimeout: Duration = .seconds(10)
+    /// How long a cancelled attempt waits for the server's answer to an upgrade request
+    /// already sent, so an upgrade that completes meanwhile can be closed properly.
+    static let abandonGrace: Duration = .seconds(1)
 
     init(configuration: WebSocketConfiguration, url: WebSocketURL, handshakeDeadline: ContinuousClock.Instant) {
         self.configuration = configuration
@@ -104,6 +109,7 @@ final class ClientTransport: @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
             return pong(connection, input: input, length: length)
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
+            handshakeSent = true
             return appendHeaders(input: input, length: length)
         case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
             recordHandshakeResponse()
@@ -252,13 +258,15 @@ final class ClientTransport: @unchecked Sendable {
             // message into 1 KiB frames over as many writable passes; 64 KiB (2^16) instead.
             _ = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16")
         }
-        let waiter = connection.machine.withLock { $0.established(subprotocol: subprotocol, extensions: extensions) }
+        let (waiter, abandoned) = connection.machine.withLock { $0.established(subprotocol: subprotocol, extensions: extensions) }
         if let interval = configuration.pingInterval {
             lws_set_timer_usecs(wsi, interval.microseconds)
         } else {
             lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
         }
         waiter?.resume()
+        // `connect` was cancelled as the handshake finished: close the orphan properly.
+        if abandoned { connection.wake() }
     }
 
     func connectError(lwsMessage: String?) -> WebSocketError {
@@ -297,8 +305,11 @@ final class ClientTransport: @unchecked Sendable {
     func service(_ connection: ClientConnection, requests: ConnectionStateMachine.ServiceRequests, loop: ClientLoop) {
         guard let wsi, !ended, !destroyed else { return }
         if requests.contains(.abort), !didOpen {
-            // Fire the handshake timer now; it ends the half-open connection.
-            lws_set_timer_usecs(wsi, 1)
+            // Before the upgrade request went out, drop the attempt at once (the timer ends
+            // it). After, the server may already have upgraded: give its answer a moment, so
+            // a 101 is closed properly with 1001 (see `established`) instead of dropped.
+            let grace = handshakeSent ? min(Self.abandonGrace, max(.milliseconds(1), handshakeDeadline - .now)) : .microseconds(1)
+            lws_set_timer_usecs(wsi, grace.microseconds)
             return
         }
         if requests.contains(.resumeReading), readingPaused {

@@ -60,7 +60,8 @@ struct ConnectionStateMachine {
     private(set) var unsentMessages: [WebSocketMessage] = []
     private(set) var subprotocol: String?
     private(set) var negotiatedExtensions: String?
-    private var iteratingStreams = 0
+    /// `messages` streams handed out and not yet released (iterated or not).
+    private var liveStreams = 0
     private var isHandleReleased = false
 
 
@@ -121,14 +122,18 @@ struct ConnectionStateMachine {
         return (connectWaiter, request(.abort))
     }
 
-    /// The handshake succeeded.
-    mutating func established(subprotocol: String?, extensions: String?) -> ConnectWaiter? {
-        guard phase == .connecting else { return nil }
+    /// The handshake succeeded: the waiter to resume, or, when `connect` was cancelled
+    /// meanwhile, nobody (the connection has no owner and goes away with 1001: `wake`).
+    mutating func established(subprotocol: String?, extensions: String?) -> (waiter: ConnectWaiter?, wake: Bool) {
+        guard phase == .connecting else { return (nil, false) }
         phase = .open
         self.subprotocol = subprotocol
         negotiatedExtensions = extensions
+        if connectCancelled {
+            return (nil, requestClose(code: .goingAway, reason: ""))
+        }
         defer { connectWaiter = nil }
-        return connectWaiter
+        return (connectWaiter, false)
     }
 
     // MARK: - Sending
@@ -254,16 +259,21 @@ struct ConnectionStateMachine {
 
     // MARK: - Consumer lifetime
 
-    /// A `messages` stream started iterating.
-    mutating func streamStarted() {
-        iteratingStreams += 1
+    /// A `messages` stream was handed out.
+    mutating func streamCreated() {
+        liveStreams += 1
     }
 
-    /// A `messages` iteration ended (break, or the stream was released while iterating):
-    /// the connection goes away with 1001. Returns whether to wake the loop.
-    mutating func streamEnded() -> Bool {
-        iteratingStreams = max(0, iteratingStreams - 1)
-        return requestClose(code: .goingAway, reason: "")
+    /// A `messages` stream was released. If it had been iterated, its iteration ended
+    /// (break, return, cancellation) and the connection goes away with 1001; if not, the
+    /// connection goes away only when nothing can use it any more (the handle is gone too).
+    /// Returns whether to wake the loop.
+    mutating func streamReleased(wasIterated: Bool) -> Bool {
+        liveStreams = max(0, liveStreams - 1)
+        if wasIterated || (isHandleReleased && liveStreams == 0) {
+            return requestClose(code: .goingAway, reason: "")
+        }
+        return false
     }
 
     /// The task iterating `messages` was cancelled: parked consumers end now, later ones
@@ -275,11 +285,12 @@ struct ConnectionStateMachine {
 
     private var consumersCancelled = false
 
-    /// The user's `WebSocket` handle was released: without an iteration running, nobody
-    /// can use the connection any more, so it goes away with 1001.
+    /// The user's `WebSocket` handle was released. A `messages` stream may still be in use
+    /// (Swift may release the handle right after its last use, `connection.messages`); once
+    /// no stream is left either, nobody can use the connection and it goes away with 1001.
     mutating func handleReleased() -> Bool {
         isHandleReleased = true
-        guard iteratingStreams == 0 else { return false }
+        guard liveStreams == 0 else { return false }
         return requestClose(code: .goingAway, reason: "")
     }
 
@@ -297,6 +308,13 @@ struct ConnectionStateMachine {
         let wake = requestClose(code: code, reason: reason)
         closeWaiters.append(waiter)
         return .wait(wake: wake, failedSenders: outbound.takeParkedSenders())
+    }
+
+    /// Waits for the end without asking for it; `false` when the connection has already ended.
+    mutating func awaitTermination(_ waiter: CloseWaiter) -> Bool {
+        if phase == .closed { return false }
+        closeWaiters.append(waiter)
+        return true
     }
 
     /// Queues a close frame without a waiter (shutdown); returns whether to wake and the

@@ -4,10 +4,10 @@ import WebSocketTestServer
 
 /// Runs `body` with a fresh test server on a free loopback port, stopping it afterwards.
 func withTestServer<Result>(
-    tls: TestServer.TLS? = nil, compression: Bool = true,
+    tls: TestServer.TLS? = nil, compression: Bool = true, recordTexts: Bool = false,
     _ body: (TestServer) async throws -> Result
 ) async throws -> Result {
-    let server = try await TestServer.start(tls: tls, compression: compression)
+    let server = try await TestServer.start(tls: tls, compression: compression, recordTexts: recordTexts)
     do {
         let result = try await body(server)
         await server.stop()

@@ -7,6 +7,7 @@ struct ConnectionStateMachineTests {
     private func openMachine() -> ConnectionStateMachine {
         var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
         _ = machine.established(subprotocol: "chat", extensions: nil)
+        _ = machine.takeRequests()
         return machine
     }
 
@@ -24,6 +25,20 @@ struct ConnectionStateMachineTests {
         #expect(machine.takeRequests() == .write)
         guard case .accepted(let thirdWake) = machine.send(.text("c")) else { Issue.record(); return }
         #expect(thirdWake)
+    }
+
+    @Test("a handshake that completes after connect was cancelled closes with 1001")
+    func cancelledThenEstablished() {
+        var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
+        let (waiter, abortWake) = machine.cancelConnect()
+        #expect(waiter == nil && abortWake)
+        _ = machine.takeRequests()
+        let (resumed, closeWake) = machine.established(subprotocol: nil, extensions: nil)
+        #expect(resumed == nil)
+        #expect(closeWake)
+        var batch = ConnectionStateMachine.WriteBatch()
+        machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
+        #expect(batch.close?.code == .goingAway)
     }
 
     @Test("a local close is queued behind accepted messages and decides the close code")
@@ -82,9 +97,9 @@ struct ConnectionStateMachineTests {
     @Test("ending an iteration asks for a 1001 close; releasing the handle only when nobody iterates")
     func consumerLifetime() {
         var iterated = openMachine()
-        iterated.streamStarted()
+        iterated.streamCreated()
         let releaseWakes = iterated.handleReleased()
-        let endWakes = iterated.streamEnded()
+        let endWakes = iterated.streamReleased(wasIterated: true)
         #expect(!releaseWakes)
         #expect(endWakes)
         var batch = ConnectionStateMachine.WriteBatch()
@@ -94,6 +109,18 @@ struct ConnectionStateMachineTests {
         var idle = openMachine()
         let idleWakes = idle.handleReleased()
         #expect(idleWakes)
+
+        // A stream handed out but never iterated, released while the handle lives: nothing.
+        var unused = openMachine()
+        unused.streamCreated()
+        let unusedWakes = unused.streamReleased(wasIterated: false)
+        #expect(!unusedWakes)
+        // ...but once the handle is gone too, the connection goes away.
+        var orphan = openMachine()
+        orphan.streamCreated()
+        _ = orphan.handleReleased()
+        let orphanWakes = orphan.streamReleased(wasIterated: false)
+        #expect(orphanWakes)
     }
 
     @Test("pings go out one at a time")

@@ -5,28 +5,6 @@ import Testing
 import WebSocketStreams
 import WebSocketTestServer
 
-/// Collects log messages in memory.
-private final class CollectingLogHandler: LogHandler, Sendable {
-    let lines = AnnotatedMutex<[String]>([])
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    func log(event: LogEvent) {
-        lines.withLock { $0.append("\(event.level) \(event.message)") }
-    }
-}
-
 @Suite("Logging")
 struct LoggingTests {
     @Test("libwebsockets' lines for a connection reach that connection's logger")

@@ -1,0 +1,187 @@
+import SynchronizationSupport
+
+extension ReconnectingStorage {
+    // MARK: - Sending
+
+    /// Sends on the open connection, or queues until one is open and `onConnect` has run.
+    func send(_ message: WebSocketMessage) async throws {
+        startIfNeeded()
+        // Fast path: set up and nothing queued ahead, so straight to the connection.
+        let direct: ClientConnection? = shared.withLock { shared in
+            guard shared.onConnectFinished, shared.queue.isEmpty, shared.endError == nil else { return nil }
+            return shared.current?.connection
+        }
+        if let direct {
+            do {
+                try await direct.send(message)
+                return
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // The connection is closing: the message waits for the next one.
+            }
+        }
+        try await enqueue(message)
+    }
+
+    /// Queues without waiting: the message goes out in order with everything else.
+    func enqueueWithoutWaiting(_ message: WebSocketMessage) throws {
+        startIfNeeded()
+        let pump: (UnsafeContinuation<QueuedMessage?, Never>, QueuedMessage)? = try shared.withLock { shared in
+            if let endError = shared.endError { throw endError }
+            let policy = shared.machine.policy
+            let size = message.byteCount
+            if shared.queue.count >= policy.maxQueuedMessages
+                || (shared.queuedBytes > 0 && shared.queuedBytes + size > policy.maxQueuedBytes) {
+                throw WebSocketError.sendQueueFull(messages: shared.queue.count, bytes: shared.queuedBytes)
+            }
+            shared.nextSendID += 1
+            let item = QueuedMessage(id: shared.nextSendID, message: message, sender: nil)
+            if let pump = shared.pumpWaiter {
+                shared.pumpWaiter = nil
+                return (pump, item)
+            }
+            shared.queue.append(item)
+            shared.queuedBytes += size
+            return nil
+        }
+        if let (waiter, item) = pump { waiter.resume(returning: item) }
+    }
+
+    /// Messages waiting for a connection; for tests.
+    var queuedCount: Int { shared.withLock { $0.queue.count } }
+
+    private enum EnqueueOutcome {
+        case queued
+        case handedToPump(UnsafeContinuation<QueuedMessage?, Never>, QueuedMessage)
+        case fail(any Error)
+    }
+
+    private func enqueue(_ message: WebSocketMessage) async throws {
+        let id = shared.withLock { shared in
+            shared.nextSendID += 1
+            return shared.nextSendID
+        }
+        defer { shared.withLock { _ = $0.cancelledSends.remove(id) } }
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: Sender) in
+                let outcome: EnqueueOutcome = shared.withLock { shared in
+                    if let endError = shared.endError { return .fail(endError) }
+                    if shared.cancelledSends.contains(id) { return .fail(CancellationError()) }
+                    let policy = shared.machine.policy
+                    let size = message.byteCount
+                    if shared.queue.count >= policy.maxQueuedMessages
+                        || (shared.queuedBytes > 0 && shared.queuedBytes + size > policy.maxQueuedBytes) {
+                        return .fail(WebSocketError.sendQueueFull(messages: shared.queue.count, bytes: shared.queuedBytes))
+                    }
+                    let item = QueuedMessage(id: id, message: message, sender: continuation)
+                    if let pump = shared.pumpWaiter {
+                        // A waiting pump means the queue is empty: hand the message straight over.
+                        shared.pumpWaiter = nil
+                        return .handedToPump(pump, item)
+                    }
+                    shared.queue.append(item)
+                    shared.queuedBytes += size
+                    return .queued
+                }
+                switch outcome {
+                case .queued: break
+                case .handedToPump(let pump, let item): pump.resume(returning: item)
+                case .fail(let error): continuation.resume(throwing: error)
+                }
+            }
+        } onCancel: {
+            let sender: Sender? = shared.withLock { shared in
+                guard let index = shared.queue.firstIndex(where: { $0.id == id }) else {
+                    shared.cancelledSends.insert(id)
+                    return nil
+                }
+                let item = shared.queue.remove(at: index)
+                shared.queuedBytes -= item.message.byteCount
+                return item.sender
+            }
+            sender?.resume(throwing: CancellationError())
+        }
+    }
+
+    // MARK: - Consuming
+
+    /// The next message from the oldest connection that still has one, waiting for a
+    /// (re)connection when there is none; `nil` once the socket has ended and every
+    /// connection's buffered messages have been read.
+    func nextMessage() async -> WebSocketMessage? {
+        startIfNeeded()
+        while true {
+            enum Step {
+                case read(ClientConnection)
+                case wait
+                case end
+            }
+            let step: Step = shared.withLock { shared in
+                if let first = shared.readers.first { return .read(first) }
+                if shared.machine.isFinished || shared.consumerCancelled { return .end }
+                return .wait
+            }
+            switch step {
+            case .read(let connection):
+                if let message = await connection.next() { return message }
+                // That connection has ended and been read to the end.
+                shared.withLock { shared in
+                    if shared.readers.first === connection { shared.readers.removeFirst() }
+                }
+            case .wait:
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    let ready = shared.withLock { shared in
+                        if !shared.readers.isEmpty || shared.machine.isFinished || shared.consumerCancelled { return true }
+                        shared.consumerWaiters.append(continuation)
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            case .end:
+                if shared.withLock({ $0.consumerCancelled }) {
+                    // Return only once the close handshake is done, so whoever awaits this
+                    // task (a TaskScope switching sessions) sees the connection closed.
+                    await waitUntilFinished()
+                }
+                return nil
+            }
+        }
+    }
+
+    /// The task iterating `messages` was cancelled: end the socket with 1001.
+    func consumerCancelled() {
+        let readers = shared.withLock { shared in
+            shared.consumerCancelled = true
+            return Array(shared.readers)
+        }
+        requestEnd(.cancelled, code: .goingAway)
+        for reader in readers { reader.consumerCancelled() }
+    }
+
+    func streamCreated() {
+        shared.withLock { $0.liveStreams += 1 }
+    }
+
+    /// A `messages` stream was released: if it had been iterated, its iteration ended
+    /// (break, or its task was cancelled) and the socket ends with 1001; if not, the socket
+    /// ends only once the handle is gone too.
+    func streamReleased(wasIterated: Bool) {
+        let end = shared.withLock { shared in
+            shared.liveStreams = max(0, shared.liveStreams - 1)
+            if wasIterated { shared.consumerCancelled = true }
+            return wasIterated || (shared.handleReleased && shared.liveStreams == 0)
+        }
+        if end { requestEnd(.cancelled, code: .goingAway) }
+    }
+
+    /// The `ReconnectingWebSocket` was released (Swift may do so right after its last use,
+    /// `socket.messages`): once no stream is left either, nobody can use it and it ends with 1001.
+    func handleReleased() {
+        let idle = shared.withLock { shared in
+            shared.handleReleased = true
+            return shared.liveStreams == 0
+        }
+        if idle { requestEnd(.cancelled, code: .goingAway) }
+    }
+}

@@ -1,0 +1,137 @@
+import DequeModule
+import SynchronizationSupport
+
+extension ReconnectingStorage {
+    /// The supervisor: connects, runs `onConnect`, feeds queued sends to the connection,
+    /// waits for it to end, backs off, and repeats until the state machine says finish.
+    func supervise() async {
+        var action = shared.withLock { $0.machine.start() }
+        while true {
+            switch action {
+            case .connect(let attempt):
+                publish(.connecting(attempt: attempt))
+                action = await runConnection()
+            case .wait(let delay, let cause):
+                publish(.reconnecting(after: delay, cause: cause))
+                // Cancelled when the socket is ended; the state machine then finishes.
+                try? await Task.sleep(for: delay)
+                action = shared.withLock { $0.machine.retryDue() }
+            case .finish(let finalState):
+                finish(finalState)
+                return
+            }
+        }
+    }
+
+    /// One connection attempt and, if it succeeds, the connection's whole life.
+    private func runConnection() async -> ReconnectStateMachine.Action {
+        let socket: WebSocket
+        do {
+            socket = try await WebSocket.connect(to: url, configuration: configuration, eventLoop: eventLoop)
+        } catch {
+            let failure = (error as? WebSocketError) ?? .connectionFailed("the attempt was cancelled")
+            return shared.withLock { $0.machine.attemptFailed(failure, random: .random(in: 0...1)) }
+        }
+        let (proceed, consumers) = shared.withLock { shared in
+            guard shared.machine.requestedEnd == nil else { return (false, [UnsafeContinuation<Void, Never>]()) }
+            shared.machine.connected(subprotocol: socket.subprotocol, at: .now)
+            shared.readers.append(socket.connection)
+            shared.current = socket
+            defer { shared.consumerWaiters = [] }
+            return (true, shared.consumerWaiters)
+        }
+        for consumer in consumers { consumer.resume() }
+        guard proceed else {
+            // Ended while this attempt was connecting: close what it opened, properly.
+            await socket.close(code: endCloseCode)
+            return shared.withLock { $0.machine.connectionEnded(.closed(code: .goingAway, reason: ""), at: .now, random: 0) }
+        }
+        publish(.connected(subprotocol: socket.subprotocol))
+
+        if let onConnect {
+            do {
+                try await onConnect(socket)
+            } catch {
+                socket.connection.closeWithoutWaiting(code: .goingAway, reason: "onConnect failed")
+            }
+        }
+        shared.withLock { $0.onConnectFinished = true }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.pump(socket.connection) }
+            await socket.connection.waitUntilClosed()
+            stopPump()
+            group.cancelAll()
+        }
+
+        let ended = socket.error ?? .closed(code: socket.closeCode ?? .abnormalClosure, reason: socket.closeReason)
+        let unsent = socket.unsentMessages
+        return shared.withLock { shared in
+            shared.current = nil
+            shared.onConnectFinished = false
+            // Accepted by the connection but never written: first in line for the next one.
+            for message in unsent.reversed() {
+                shared.nextSendID += 1
+                shared.queue.prepend(QueuedMessage(id: shared.nextSendID, message: message, sender: nil))
+                shared.queuedBytes += message.byteCount
+            }
+            return shared.machine.connectionEnded(ended, at: .now, random: .random(in: 0...1))
+        }
+    }
+
+    /// The close code for a connection that opens after the socket was ended.
+    private var endCloseCode: WebSocketCloseCode {
+        shared.withLock { shared in
+            if case .completed = shared.machine.requestedEnd { return .normalClosure }
+            return .goingAway
+        }
+    }
+
+    // MARK: - The pump
+
+    /// Writes queued messages to `connection`, in order, until it ends or the pump is stopped.
+    /// A message the connection refuses goes back to the front of the queue.
+    private func pump(_ connection: ClientConnection) async {
+        shared.withLock { $0.pumpStopped = false }
+        while let item = await nextQueued() {
+            do {
+                try await connection.send(item.message)
+                item.sender?.resume()
+            } catch {
+                shared.withLock { shared in
+                    shared.queue.prepend(item)
+                    shared.queuedBytes += item.message.byteCount
+                }
+                return
+            }
+        }
+    }
+
+    private func nextQueued() async -> QueuedMessage? {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<QueuedMessage?, Never>) in
+                let ready: QueuedMessage?? = shared.withLock { shared in
+                    if shared.pumpStopped { return .some(nil) }
+                    if let first = shared.queue.popFirst() {
+                        shared.queuedBytes -= first.message.byteCount
+                        return .some(first)
+                    }
+                    shared.pumpWaiter = continuation
+                    return .none
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            stopPump()
+        }
+    }
+
+    /// Stops the pump of the connection that just ended.
+    private func stopPump() {
+        let waiter = shared.withLock { shared in
+            shared.pumpStopped = true
+            defer { shared.pumpWaiter = nil }
+            return shared.pumpWaiter
+        }
+        waiter?.resume(returning: nil)
+    }
+}

@@ -1,0 +1,194 @@
+import DequeModule
+import SynchronizationSupport
+
+/// The shared state of a ``ReconnectingWebSocket``: the reconnect state machine, the
+/// connections the consumer reads from, the send queue, and the state observers, behind
+/// one lock. The supervisor (``ReconnectingStorage+Supervisor``) drives connections; the
+/// consumer of `messages` reads straight from the current connection, so backpressure
+/// reaches the socket with no buffer or thread hop in between.
+final class ReconnectingStorage: Sendable {
+    typealias State = ReconnectingWebSocket.State
+    typealias Sender = UnsafeContinuation<Void, any Error>
+
+    struct QueuedMessage {
+        let id: UInt64
+        let message: WebSocketMessage
+        /// The waiting `send`; `nil` for a message re-queued after its connection dropped
+        /// (its sender already returned).
+        let sender: Sender?
+    }
+
+    struct Shared {
+        var machine: ReconnectStateMachine
+        /// Connections whose messages the consumer reads, oldest first: one that dropped
+        /// stays until its buffered messages have been read.
+        var readers = Deque<ClientConnection>()
+        /// The open connection, once `onConnect` has finished (queued sends go to it).
+        var current: WebSocket?
+        var onConnectFinished = false
+        var queue = Deque<QueuedMessage>()
+        var queuedBytes = 0
+        var nextSendID: UInt64 = 0
+        var cancelledSends = Set<UInt64>()
+        var pumpWaiter: UnsafeContinuation<QueuedMessage?, Never>?
+        var pumpStopped = false
+        var consumerWaiters: [UnsafeContinuation<Void, Never>] = []
+        var finishWaiters: [UnsafeContinuation<Void, Never>] = []
+        var observers: [UInt64: AsyncStream<State>.Continuation] = [:]
+        /// The last state handed to observers; what a new observer starts with, so it sees
+        /// every later state exactly once.
+        var publishedState: State = .idle
+        var nextObserverID: UInt64 = 0
+        var supervisor: Task<Void, Never>?
+        var started = false
+        var consumerCancelled = false
+        /// `messages` streams handed out and not yet released.
+        var liveStreams = 0
+        var handleReleased = false
+        var unsent: [WebSocketMessage] = []
+        /// The error queued sends fail with once the socket has ended.
+        var endError: WebSocketError?
+    }
+
+    let url: String
+    let configuration: WebSocketConfiguration
+    let eventLoop: WebSocketEventLoop
+    let onConnect: (@Sendable (WebSocket) async throws -> Void)?
+    let shared: AnnotatedMutex<Shared>
+
+    init(
+        url: String, configuration: WebSocketConfiguration, policy: ReconnectPolicy, eventLoop: WebSocketEventLoop,
+        onConnect: (@Sendable (WebSocket) async throws -> Void)?
+    ) {
+        self.url = url
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        self.onConnect = onConnect
+        shared = AnnotatedMutex(Shared(machine: ReconnectStateMachine(policy: policy)))
+    }
+
+    var policy: ReconnectPolicy { shared.withLock { $0.machine.policy } }
+
+    // MARK: - Starting and ending
+
+    /// Starts the supervisor on first use.
+    func startIfNeeded() {
+        shared.withLock { shared in
+            guard !shared.started else { return }
+            shared.started = true
+            guard !shared.machine.isFinished else { return }
+            // The socket's one unstructured task. The socket is a value you iterate and send
+            // on, so it has no scope of its own to run in; the task is bound to the socket's
+            // life instead: it ends when the socket is closed, its `messages` iteration ends
+            // or is cancelled, or the socket is released, and every end is awaited by close().
+            shared.supervisor = Task { [self] in await supervise() }
+        }
+    }
+
+    /// Ends the socket: closes the open connection with `code` (never a TCP drop), stops any
+    /// attempt or backoff, and moves to `end` once that is done.
+    func requestEnd(_ end: State, code: WebSocketCloseCode) {
+        let (accepted, current, supervisor, consumers) = shared.withLock { shared in
+            let accepted = shared.machine.requestEnd(end)
+            defer { shared.consumerWaiters = [] }
+            return (accepted, shared.current, shared.supervisor, shared.consumerWaiters)
+        }
+        guard accepted else { return }
+        current?.connection.closeWithoutWaiting(code: code)
+        // Interrupt a backoff sleep or onConnect, but never a connection attempt: cancelling
+        // one could leave a socket the server already upgraded to be dropped without a close
+        // frame. An attempt ends by itself (connectTimeout) and is then closed properly.
+        if !isConnecting { supervisor?.cancel() }
+        if supervisor == nil { finishWithoutSupervisor() }
+        for consumer in consumers { consumer.resume() }
+    }
+
+    private var isConnecting: Bool {
+        shared.withLock { shared in
+            if case .connecting = shared.machine.state { return true }
+            return false
+        }
+    }
+
+    /// The socket ended before it ever started.
+    private func finishWithoutSupervisor() {
+        let finalState = shared.withLock { shared -> State? in
+            guard shared.supervisor == nil, let end = shared.machine.requestedEnd else { return nil }
+            _ = shared.machine.finish(end)
+            return shared.machine.state
+        }
+        if let finalState { finish(finalState) }
+    }
+
+    /// Waits until the socket has ended and ``finish(_:)`` has run.
+    func waitUntilFinished() async {
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            let done = shared.withLock { shared in
+                if shared.endError != nil { return true }
+                shared.finishWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: - States
+
+    func publish(_ state: State) {
+        let observers = shared.withLock { shared in
+            shared.publishedState = state
+            return Array(shared.observers.values)
+        }
+        for observer in observers { observer.yield(state) }
+    }
+
+    func makeStateStream() -> AsyncStream<State> {
+        let (stream, continuation) = AsyncStream<State>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let current: State = shared.withLock { shared in
+            let id = shared.nextObserverID
+            shared.nextObserverID += 1
+            if !shared.publishedState.isTerminal { shared.observers[id] = continuation }
+            continuation.onTermination = { [weak self] _ in
+                self?.shared.withLock { _ = $0.observers.removeValue(forKey: id) }
+            }
+            return shared.publishedState
+        }
+        continuation.yield(current)
+        if current.isTerminal { continuation.finish() }
+        return stream
+    }
+
+    /// Ends everything once the supervisor is done: observers, consumers, queued sends.
+    func finish(_ finalState: State) {
+        let error: WebSocketError
+        switch finalState {
+        case .failed(let failure): error = failure
+        case .cancelled: error = .closed(code: .goingAway, reason: "")
+        default: error = .closed(code: .normalClosure, reason: "")
+        }
+        let (observers, consumers, finishers, senders, pump) = shared.withLock { shared in
+            shared.endError = error
+            shared.publishedState = finalState
+            shared.current = nil
+            let senders = shared.queue.compactMap(\.sender)
+            shared.unsent += shared.queue.filter { $0.sender == nil }.map(\.message)
+            shared.queue = []
+            shared.queuedBytes = 0
+            defer {
+                shared.observers = [:]
+                shared.consumerWaiters = []
+                shared.finishWaiters = []
+                shared.pumpWaiter = nil
+            }
+            return (Array(shared.observers.values), shared.consumerWaiters, shared.finishWaiters, senders, shared.pumpWaiter)
+        }
+        for observer in observers {
+            observer.yield(finalState)
+            observer.finish()
+        }
+        for sender in senders { sender.resume(throwing: error) }
+        pump?.resume(returning: nil)
+        for consumer in consumers { consumer.resume() }
+        for finisher in finishers { finisher.resume() }
+    }
+}

@@ -1,0 +1,157 @@
+import FoundationEssentials
+import Synchronization
+import SynchronizationSupport
+
+/// A WebSocket whose `messages` stream survives dropped connections.
+///
+/// ```swift
+/// let socket = ReconnectingWebSocket(
+///     to: "wss://example.org/feed",
+///     onConnect: { connection in try await connection.send(.text("subscribe")) })
+/// for await message in socket.messages {     // spans reconnects
+///     handle(message)
+/// }
+/// ```
+///
+/// The socket connects on first use (iterating ``messages`` or ``states``, or ``send(_:)``).
+/// When a connection drops it reconnects with exponential backoff and jitter
+/// (``ReconnectPolicy``), runs `onConnect` again (to re-subscribe, re-authenticate), then
+/// sends what was queued meanwhile. Errors retrying cannot fix (a 401, a bad certificate)
+/// end it at once with ``State/failed(_:)``.
+///
+/// **Delivery.** ``send(_:)`` returns once its message has been handed to an open
+/// connection (immediately when one is open and nothing is queued ahead). While
+/// disconnected it waits in a bounded queue, and queued messages go out in order after
+/// `onConnect` has finished. If a connection drops, messages it had accepted but not yet
+/// written are sent on the next connection, once, ahead of anything queued later. A message
+/// already written to a socket that then dropped may or may not have reached the server:
+/// TCP cannot tell, and the socket never sends a message twice. Messages still unsent when
+/// the socket ends are failed (their senders throw) or, if their senders had already
+/// returned, listed in ``unsentMessages``.
+///
+/// **Ending.** ``close()`` closes with 1000 and ends the socket (``State/completed``). Ending
+/// the `for await` loop over ``messages`` (or cancelling its task) closes with 1001 and ends
+/// it (``State/cancelled``); a cancelled iteration returns only after the close handshake, so
+/// a `TaskScope` that switches sessions never overlaps two connections.
+public final class ReconnectingWebSocket: Sendable {
+    let storage: ReconnectingStorage
+
+    /// Creates a socket; nothing connects until it is first used.
+    ///
+    /// - Parameters:
+    ///   - url: A `ws://` or `wss://` URL.
+    ///   - configuration: Used for every connection.
+    ///   - policy: When to retry and how long to wait; see ``ReconnectPolicy``.
+    ///   - eventLoop: The loop that services the connections.
+    ///   - onConnect: Runs after every (re)connect, before queued messages are sent. Send
+    ///     with the connection it is given (e.g. subscriptions); do not iterate its
+    ///     `messages` (ending that iteration would close it). If it throws, that connection
+    ///     is closed (1001) and the socket reconnects.
+    public init(
+        to url: String,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        policy: ReconnectPolicy = ReconnectPolicy(),
+        eventLoop: WebSocketEventLoop = .shared,
+        onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
+    ) {
+        storage = ReconnectingStorage(
+            url: url, configuration: configuration, policy: policy, eventLoop: eventLoop, onConnect: onConnect)
+    }
+
+    /// Creates a socket for `url`; see ``init(to:configuration:policy:eventLoop:onConnect:)-(String,_,_,_,_)``.
+    public convenience init(
+        to url: URL,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        policy: ReconnectPolicy = ReconnectPolicy(),
+        eventLoop: WebSocketEventLoop = .shared,
+        onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
+    ) {
+        self.init(to: url.absoluteString, configuration: configuration, policy: policy, eventLoop: eventLoop, onConnect: onConnect)
+    }
+
+    deinit {
+        storage.handleReleased()
+    }
+
+    /// Every message the server sends, across reconnects, in order. Messages a connection
+    /// had received before it dropped are delivered before those of the next connection.
+    ///
+    /// Iterate it once, in one task. Ending that iteration (`break`, `return`, cancelling the
+    /// task) closes the socket with 1001 for good.
+    public var messages: AsyncStream<WebSocketMessage> {
+        let iteration = ReconnectingIteration(storage: storage)
+        return AsyncStream(unfolding: { await iteration.next() }, onCancel: { iteration.cancelled() })
+    }
+
+    /// The socket's states as they change, starting with the current one; the stream
+    /// finishes after a terminal state. Each access gives an independent stream.
+    public var states: AsyncStream<State> {
+        storage.startIfNeeded()
+        return storage.makeStateStream()
+    }
+
+    /// The current state (the last one ``states`` delivered).
+    public var state: State {
+        storage.shared.withLock { $0.publishedState }
+    }
+
+    /// Sends a message now, or when the next connection is ready; see the type's delivery notes.
+    ///
+    /// - Throws: ``WebSocketError/sendQueueFull(messages:bytes:)`` when the queue is full (the
+    ///   message was not queued); the socket's end error (``WebSocketError/closed(code:reason:)``
+    ///   or the fatal error) when it ends first; `CancellationError` if the task is cancelled
+    ///   while the message is still queued (it is then removed).
+    public func send(_ message: WebSocketMessage) async throws {
+        try await storage.send(message)
+    }
+
+    /// Queues a message and returns at once, without waiting for a connection: messages
+    /// queued this way go out in the order of the calls, together with those of ``send(_:)``.
+    /// One task can queue a whole backlog while the socket is disconnected.
+    ///
+    /// A message that no connection writes before the socket ends is listed in
+    /// ``unsentMessages``.
+    ///
+    /// - Throws: ``WebSocketError/sendQueueFull(messages:bytes:)`` when the queue is full, or
+    ///   the socket's end error once it has ended.
+    public func enqueue(_ message: WebSocketMessage) throws {
+        try storage.enqueueWithoutWaiting(message)
+    }
+
+    /// Closes the open connection with 1000, stops reconnecting, fails queued sends, and
+    /// returns once everything has ended. Both streams finish.
+    public func close() async {
+        storage.requestEnd(.completed, code: .normalClosure)
+        await storage.waitUntilFinished()
+    }
+
+    /// Messages that no connection wrote before the socket ended, although their `send` had
+    /// returned (its connection dropped first) or they were queued with ``enqueue(_:)``.
+    public var unsentMessages: [WebSocketMessage] {
+        storage.shared.withLock { $0.unsent }
+    }
+}
+
+/// One iteration of ``ReconnectingWebSocket/messages``: its end ends the socket.
+final class ReconnectingIteration: Sendable {
+    private let storage: ReconnectingStorage
+    private let started = Atomic<Bool>(false)
+
+    init(storage: ReconnectingStorage) {
+        self.storage = storage
+        storage.streamCreated()
+    }
+
+    func next() async -> WebSocketMessage? {
+        if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
+        return await storage.nextMessage()
+    }
+
+    func cancelled() {
+        storage.consumerCancelled()
+    }
+
+    deinit {
+        storage.streamReleased(wasIterated: started.load(ordering: .acquiring))
+    }
+}

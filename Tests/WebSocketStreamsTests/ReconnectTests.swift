@@ -1,0 +1,277 @@
+import Synchronization
+import SynchronizationSupport
+import TaskLifetimes
+import Testing
+@testable import WebSocketStreams
+import WebSocketTestServer
+
+/// Records a socket's states with the time each arrived.
+final class StateRecorder: Sendable {
+    private final class Entries: Sendable {
+        let list = AnnotatedMutex<[(ContinuousClock.Instant, ReconnectingWebSocket.State)]>([])
+    }
+
+    private let entries = Entries()
+    private let task: Task<Void, Never>
+
+    init(_ socket: ReconnectingWebSocket) {
+        let stream = socket.states
+        let entries = self.entries
+        task = Task {
+            for await state in stream { entries.list.withLock { $0.append((.now, state)) } }
+        }
+    }
+
+    var states: [ReconnectingWebSocket.State] { entries.list.withLock { $0.map(\.1) } }
+    var timeline: [(ContinuousClock.Instant, ReconnectingWebSocket.State)] { entries.list.withLock { $0 } }
+
+    /// Waits until the stream has finished (a terminal state).
+    func finished() async { await task.value }
+}
+
+/// Waits (by yielding) until `condition` holds or 5 s pass.
+func eventually(
+    _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+) async {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while !condition() {
+        if ContinuousClock.now > deadline {
+            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+            return
+        }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+}
+
+private func fastPolicy() -> ReconnectPolicy {
+    var policy = ReconnectPolicy()
+    policy.initialDelay = .milliseconds(50)
+    policy.maxDelay = .milliseconds(400)
+    policy.minimumUptime = .seconds(5)
+    return policy
+}
+
+@Suite("ReconnectingWebSocket against the test server")
+struct ReconnectTests {
+    @Test("a dropped connection reconnects, re-runs onConnect and keeps the stream going")
+    func dropMidStream() async throws {
+        try await withTestServer(compression: false, recordTexts: true) { server in
+            let onConnectRuns = Atomic<Int>(0)
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: fastPolicy()) { connection in
+                let run = onConnectRuns.add(1, ordering: .relaxed).newValue
+                try await connection.send(.text("subscribe \(run)"))
+            }
+            let recorder = StateRecorder(socket)
+            var messages = socket.messages.makeAsyncIterator()
+            #expect(await messages.next() == .text("subscribe 1"))
+            await server.disconnectAll()
+            #expect(await messages.next() == .text("subscribe 2"))
+            try await socket.send(.text("after the drop"))
+            #expect(await messages.next() == .text("after the drop"))
+            await socket.close()
+            await recorder.finished()
+
+            #expect(onConnectRuns.load(ordering: .relaxed) == 2)
+            let states = recorder.states
+            let connected = states.indices.filter { if case .connected = states[$0] { true } else { false } }
+            #expect(connected.count == 2)
+            if connected.count == 2 {
+                let between = states[connected[0]...connected[1]]
+                #expect(between.contains { if case .reconnecting(_, .closed(.abnormalClosure, _)) = $0 { true } else { false } })
+                #expect(between.contains { if case .connecting = $0 { true } else { false } })
+            }
+            #expect(states.last == .completed)
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.handshakeCount == 2)
+            #expect(seen.allTextsReceived == ["subscribe 1", "subscribe 2", "after the drop"])
+            #expect(seen.closeCodes == [.normalClosure])
+        }
+    }
+
+    @Test("a server down for 3 s is retried with growing delays within the policy's bounds")
+    func serverDown() async throws {
+        try await withTestServer { server in
+            var policy = ReconnectPolicy()
+            policy.initialDelay = .milliseconds(100)
+            policy.maxDelay = .seconds(1)
+            await server.refuseConnections(for: .seconds(3))
+            let started = ContinuousClock.now
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: policy)
+            let recorder = StateRecorder(socket)
+            try await socket.send(.text("hello"))
+            let connectedAt = ContinuousClock.now
+            await socket.close()
+            await recorder.finished()
+
+            // The server's 3 s started just before `started` was read.
+            #expect(connectedAt - started >= .milliseconds(2900), "\(recorder.timeline.map { ($0.0 - started, $0.1) }) server: \(server.snapshot.connections.map { $0.openedAt - started })")
+            let retryDelays: [Duration] = recorder.states.compactMap { state -> Duration? in
+                guard case .reconnecting(let delay, .connectionFailed) = state else { return nil }
+                return delay
+            }
+            let delays = retryDelays.enumerated().map { (attempt: $0.offset + 1, delay: $0.element) }
+            #expect(delays.count >= 3, "attempts while down: \(delays.count)")
+            #expect(delays.count <= 40)
+            for (attempt, delay) in delays {
+                #expect(delay <= policy.delayCap(afterAttempt: attempt), "attempt \(attempt): \(delay)")
+            }
+            // The caps grow: attempt numbers keep counting up while the server is down.
+            let attempts = recorder.states.compactMap { state -> Int? in
+                if case .connecting(let attempt) = state { return attempt }
+                return nil
+            }
+            #expect(attempts == Array(1...attempts.count))
+        }
+    }
+
+    @Test("100 messages queued while the server is down arrive once and in order after reconnecting")
+    func queuedWhileDown() async throws {
+        try await withTestServer(compression: false, recordTexts: true) { server in
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: fastPolicy())
+            try await socket.send(.text("first"))
+            await server.refuseConnections(for: .milliseconds(600))
+            await server.disconnectAll()
+            await eventually("the socket to notice the drop") {
+                if case .connected = socket.state { return false }
+                return true
+            }
+            for index in 0..<100 { try socket.enqueue(.text("queued \(index)")) }
+            let seen = try await server.waitUntil(timeout: .seconds(5)) { $0.allTextsReceived.count >= 101 }
+            #expect(seen.allTextsReceived == ["first"] + (0..<100).map { "queued \($0)" })
+            #expect(seen.handshakeCount == 2)
+            await socket.close()
+        }
+    }
+
+    @Test("a server that accepts and closes at once gets backoff, not a storm")
+    func acceptThenClose() async throws {
+        try await withTestServer { server in
+            var policy = ReconnectPolicy()
+            policy.initialDelay = .milliseconds(20)
+            policy.maxDelay = .seconds(2)
+            let socket = ReconnectingWebSocket(to: server.url(path: "/close?code=1011&after=0"), policy: policy)
+            let recorder = StateRecorder(socket)
+            let consumer = Task { for await _ in socket.messages {} }
+            try await Task.sleep(for: .milliseconds(1500))
+            consumer.cancel()
+            await consumer.value
+            await recorder.finished()
+
+            let attempts = recorder.states.compactMap { state -> Int? in
+                if case .connecting(let attempt) = state { return attempt }
+                return nil
+            }
+            // Never reset: each short-lived connection counts as another failure.
+            #expect(attempts == Array(1...max(1, attempts.count)))
+            // With caps 20, 40, 80, ... ms, 1.5 s holds at most ~log2(1500/20) + a few attempts
+            // even if every jittered delay were zero... and far fewer in practice.
+            #expect(attempts.count <= 12, "attempts in 1.5 s: \(attempts.count)")
+            for (index, state) in recorder.states.enumerated() {
+                if case .reconnecting(let delay, _) = state {
+                    let attempt = recorder.states[..<index].filter { if case .connecting = $0 { true } else { false } }.count
+                    #expect(delay <= policy.delayCap(afterAttempt: attempt))
+                }
+            }
+            #expect(recorder.states.last == .cancelled)
+        }
+    }
+
+    @Test("a 401 fails at once without retrying")
+    func unauthorizedIsFatal() async throws {
+        try await withTestServer { server in
+            let socket = ReconnectingWebSocket(to: server.url(path: "/reject?status=401"), policy: fastPolicy())
+            let recorder = StateRecorder(socket)
+            await recorder.finished()
+            guard case .failed(.handshakeRejected(let status, let headers)) = recorder.states.last else {
+                Issue.record("expected failed(handshakeRejected), got \(recorder.states)")
+                return
+            }
+            #expect(status == 401)
+            #expect(headers["WWW-Authenticate"] != nil)
+            #expect(server.snapshot.rejectedHandshakes.count == 1)
+            let error = await expectWebSocketError { try await socket.send(.text("x")) }
+            #expect(error == .handshakeRejected(status: 401, headers: headers))
+        }
+    }
+
+    @Test("a peer's normal close completes the socket; close() fails queued sends")
+    func normalClosure() async throws {
+        try await withTestServer { server in
+            let socket = ReconnectingWebSocket(to: server.url(path: "/close?code=1000&reason=bye&after=20"), policy: fastPolicy())
+            var count = 0
+            for await _ in socket.messages { count += 1 }
+            #expect(count == 0)
+            #expect(socket.state == .completed)
+            #expect(server.snapshot.handshakeCount == 1)
+            let error = await expectWebSocketError { try await socket.send(.text("late")) }
+            #expect(error == .closed(code: .normalClosure, reason: ""))
+        }
+    }
+
+    @Test("close() fails sends still waiting for a connection")
+    func closeFailsQueuedSends() async throws {
+        try await withTestServer { server in
+            await server.refuseConnections(for: .seconds(10))
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: fastPolicy())
+            let sender = Task { try await socket.send(.text("never")) }
+            await eventually("the send to be queued") { socket.storage.queuedCount == 1 }
+            await socket.close()
+            let result = await sender.result
+            guard case .failure(let error as WebSocketError) = result else {
+                Issue.record("the queued send should fail, got \(result)")
+                return
+            }
+            #expect(error == .closed(code: .normalClosure, reason: ""))
+            #expect(socket.state == .completed)
+        }
+    }
+
+    @Test("cancelling during a backoff sleep ends everything promptly")
+    func cancelDuringBackoff() async throws {
+        let loop = WebSocketEventLoop(name: "reconnect-cancel")
+        try await withTestServer { server in
+            await server.refuseConnections(for: .seconds(30))
+            var policy = ReconnectPolicy()
+            policy.initialDelay = .seconds(20)
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: policy, eventLoop: loop)
+            let recorder = StateRecorder(socket)
+            let consumer = Task { for await _ in socket.messages {} }
+            await eventually("a backoff") {
+                recorder.states.contains { if case .reconnecting = $0 { true } else { false } }
+            }
+            let cancelledAt = ContinuousClock.now
+            consumer.cancel()
+            await consumer.value
+            await recorder.finished()
+            #expect(ContinuousClock.now - cancelledAt < .seconds(2))
+            #expect(recorder.states.last == .cancelled)
+            #expect(await loop.liveConnectionCount() == 0)
+        }
+        await loop.shutdown()
+    }
+
+    @Test("switching a TaskScope's id closes the old socket before the new handshake")
+    func sessionScope() async throws {
+        try await withTestServer { server in
+            let scope = TaskScope<String>()
+            for user in ["alice", "bob", "carol"] {
+                await scope.task(id: user) {
+                    let socket = ReconnectingWebSocket(to: server.url(path: "/echo?user=\(user)"))
+                    for await _ in socket.messages {}
+                }
+                _ = try await server.waitUntil { $0.connections.contains { $0.query["user"] == user } }
+            }
+            await scope.cancel()
+            let seen = try await server.waitUntil { $0.closeCodes.count == 3 }
+            #expect(seen.connections.map { $0.query["user"] } == ["alice", "bob", "carol"])
+            for (old, new) in zip(seen.connections, seen.connections.dropFirst()) {
+                guard let closed = old.closeReceivedAt else {
+                    Issue.record("connection \(old.id) got no close frame")
+                    continue
+                }
+                #expect(closed < new.openedAt, "\(old.query) closed after \(new.query) opened")
+                #expect(old.closeCodeReceived == .goingAway || old.closeCodeReceived == .normalClosure)
+            }
+        }
+    }
+}
