@@ -81,6 +81,16 @@ let package = Package(
             path: "Examples/Demo",
             swiftSettings: sharedSwiftSettings
         ),
+        .executableTarget(
+            name: "wssoak",
+            dependencies: [
+                "WebSocketStreams",
+                "WebSocketTestServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/Soak",
+            swiftSettings: sharedSwiftSettings
+        ),
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes"],

@@ -1,0 +1,170 @@
+// `swift run -c release wssoak`: reconnecting sockets against a test server that keeps
+// dropping every connection. Not part of `make test`; run it by hand for minutes or hours.
+//
+// Each socket sends numbered text messages at a steady rate through a ReconnectingWebSocket
+// to the test server's echo route while the server drops every connection every few
+// seconds. Every minute (and at the end) it prints what was sent, echoed and received by
+// the server, reconnects, queued messages lost or duplicated (must stay 0), RSS and open
+// file descriptors.
+import ArgumentParser
+import Glibc
+import Synchronization
+import WebSocketStreams
+import WebSocketTestServer
+
+@main
+struct Soak: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wssoak",
+        abstract: "Reconnecting sockets against a server that drops every connection periodically.")
+
+    @Option(help: "How many ReconnectingWebSockets to run.")
+    var sockets = 50
+
+    @Option(help: "How long to run, in seconds.")
+    var duration: Double = 600
+
+    @Option(name: .customLong("drop-every"), help: "Seconds between the server dropping every connection.")
+    var dropEvery: Double = 2
+
+    @Option(help: "Messages per second each socket sends.")
+    var rate: Double = 20
+
+    @Option(help: "Seconds between progress reports.")
+    var report: Double = 60
+
+    func validate() throws {
+        guard sockets > 0, duration > 0, dropEvery > 0, rate > 0, report > 0 else {
+            throw ValidationError("every option must be positive")
+        }
+    }
+
+    func run() async throws {
+        let server = try await TestServer.start(compression: false, recordTexts: true)
+        let ledger = Ledger()
+        let startRSS = residentMegabytes()
+        let startFDs = openDescriptors()
+        print("soak: \(sockets) sockets, \(rate) msg/s each, drop every \(dropEvery) s, \(duration) s on \(server.url(path: "/echo"))")
+        print("start: RSS \(startRSS) MB, \(startFDs) fds")
+        let deadline = ContinuousClock.now + .seconds(duration)
+        var fastPolicy = ReconnectPolicy()
+        fastPolicy.initialDelay = .milliseconds(100)
+        fastPolicy.maxDelay = .seconds(1)
+        let policy = fastPolicy
+        let (sockets, rate, dropEvery, report) = (sockets, rate, dropEvery, report)
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<sockets {
+                group.addTask {
+                    await Self.runSocket(index, server: server, policy: policy, rate: rate, ledger: ledger, deadline: deadline)
+                }
+            }
+            group.addTask {
+                while ContinuousClock.now < deadline {
+                    try? await Task.sleep(for: .seconds(dropEvery))
+                    await server.disconnectAll()
+                    ledger.drops.add(1, ordering: .relaxed)
+                }
+            }
+            group.addTask {
+                var next = ContinuousClock.now + .seconds(report)
+                while next < deadline {
+                    try? await Task.sleep(until: next)
+                    print(ledger.summary(server: server.snapshot) + " | RSS \(residentMegabytes()) MB, \(openDescriptors()) fds")
+                    next += .seconds(report)
+                }
+            }
+            await group.waitForAll()
+        }
+        // Let the last echoes and closes settle, then check the server's record.
+        try? await Task.sleep(for: .seconds(2))
+        let snapshot = server.snapshot
+        let verdict = ledger.verify(server: snapshot)
+        print(ledger.summary(server: snapshot))
+        print("end: RSS \(residentMegabytes()) MB (start \(startRSS)), \(openDescriptors()) fds (start \(startFDs))")
+        print("queued while disconnected: \(verdict.queued); lost: \(verdict.queuedLost); duplicated: \(verdict.duplicated)")
+        await server.stop()
+        if verdict.queuedLost > 0 || verdict.duplicated > 0 { throw ExitCode(1) }
+    }
+
+    private static func runSocket(
+        _ index: Int, server: TestServer, policy: ReconnectPolicy, rate: Double, ledger: Ledger, deadline: ContinuousClock.Instant
+    ) async {
+        let socket = ReconnectingWebSocket(to: server.url(path: "/echo?socket=\(index)"), policy: policy) { _ in
+            ledger.connects.add(1, ordering: .relaxed)
+        }
+        let reader = Task {
+            for await _ in socket.messages { ledger.echoed.add(1, ordering: .relaxed) }
+        }
+        let interval = Duration.seconds(1 / rate)
+        var sequence = 0
+        var next = ContinuousClock.now
+        while ContinuousClock.now < deadline {
+            let text = "s\(index)-\(sequence)"
+            let connected: Bool
+            if case .connected = socket.state { connected = true } else { connected = false }
+            do {
+                try socket.enqueue(.text(text))
+                ledger.sent.add(1, ordering: .relaxed)
+                if !connected { ledger.markQueued(text) }
+            } catch {
+                ledger.refused.add(1, ordering: .relaxed)
+            }
+            sequence += 1
+            next += interval
+            try? await Task.sleep(until: next)
+        }
+        try? await Task.sleep(for: .seconds(1))
+        await socket.close()
+        reader.cancel()
+        await reader.value
+    }
+}
+
+/// Counters and the messages queued while their socket was disconnected.
+final class Ledger: Sendable {
+    let sent = Atomic<Int>(0)
+    let echoed = Atomic<Int>(0)
+    let refused = Atomic<Int>(0)
+    let connects = Atomic<Int>(0)
+    let drops = Atomic<Int>(0)
+    private let queued = Mutex<Set<String>>([])
+
+    func markQueued(_ text: String) {
+        queued.withLock { _ = $0.insert(text) }
+    }
+
+    func summary(server: TestServer.Snapshot) -> String {
+        let received = server.connections.reduce(0) { $0 + $1.messagesReceived }
+        return "sent \(sent.load(ordering: .relaxed)), server received \(received), echoed back \(echoed.load(ordering: .relaxed)), "
+            + "refused \(refused.load(ordering: .relaxed)), connects \(connects.load(ordering: .relaxed)), "
+            + "drops \(drops.load(ordering: .relaxed)), handshakes \(server.handshakeCount)"
+    }
+
+    /// Queued messages must reach the server exactly once; no message may arrive twice.
+    func verify(server: TestServer.Snapshot) -> (queued: Int, queuedLost: Int, duplicated: Int) {
+        var counts: [String: Int] = [:]
+        for text in server.allTextsReceived { counts[text, default: 0] += 1 }
+        let duplicated = counts.values.filter { $0 > 1 }.count
+        let queuedSet = queued.withLock { $0 }
+        let lost = queuedSet.filter { counts[$0] != 1 }.count
+        return (queuedSet.count, lost, duplicated)
+    }
+}
+
+func residentMegabytes() -> Int {
+    guard let file = fopen("/proc/self/statm", "r") else { return 0 }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 128)
+    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return 0 }
+    let fields = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+}
+
+func openDescriptors() -> Int {
+    guard let directory = opendir("/proc/self/fd") else { return 0 }
+    defer { closedir(directory) }
+    var count = 0
+    while readdir(directory) != nil { count += 1 }
+    return count - 3
+}
