@@ -10,6 +10,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -78,6 +79,16 @@ static inline int wss_client_pm_deflate(struct lws_context *context, const struc
                                         void *user, void *in, size_t length) {
     int result = lws_extension_callback_pm_deflate(context, extension, wsi, reason, user, in, length);
     if (reason == LWS_EXT_CB_PAYLOAD_RX && result == 5 /* PMDR_NOTHING_WE_SHOULD_DO */) return 0;
+    return result;
+}
+
+/// The result of the server certificate check on a TLS connection (`SSL_get_verify_result`),
+/// or 0 (`X509_V_OK`) when there is none; `text` receives OpenSSL's description.
+static inline long wss_tls_verify_result(struct lws *wsi, const char **text) {
+    SSL *ssl = (SSL *)lws_get_ssl(wsi);
+    if (!ssl) return 0;
+    long result = SSL_get_verify_result(ssl);
+    if (result != X509_V_OK && text) *text = X509_verify_cert_error_string(result);
     return result;
 }
 

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Logging
 
 extension WebSocket {
     /// Opens a connection and returns once the opening handshake has succeeded.
@@ -29,7 +28,6 @@ extension WebSocket {
         try ConfigurationValidator.validate(configuration)
         let deadline = ContinuousClock.now + configuration.connectTimeout
         try await eventLoop.ensureStarted()
-        ServiceThreadLogging.enable(for: configuration.logger.logLevel)
 
         let proxy = try configuration.proxy.map(HTTPProxy.init(parsing:))
         let address: String
@@ -65,9 +63,13 @@ extension WebSocket {
     /// ```swift
     /// let reply = try await WebSocket.withConnection(to: "ws://127.0.0.1:9001/echo") { connection in
     ///     try await connection.send(.text("hello"))
-    ///     return await connection.messages.first { _ in true }
+    ///     var messages = connection.messages.makeAsyncIterator()
+    ///     return await messages.next()
     /// }
     /// ```
+    ///
+    /// Read with an iterator as above: ending a `for await` loop (or `first(where:)`) over
+    /// `messages` early closes the connection with 1001 on its own.
     public static func withConnection<Result>(
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),

@@ -96,6 +96,9 @@ public final class WebSocket: Sendable {
     /// The code the connection closed with, once it has: the peer's, the one this side
     /// sent, or ``WebSocketCloseCode/abnormalClosure`` when TCP ended without a close frame.
     /// `nil` while open or closing.
+    ///
+    /// - Note: libwebsockets 4.1.6 reports a peer's 1012, 1013 and 1014 as 1002
+    ///   (``WebSocketCloseCode/protocolError``); the reason text is kept.
     public var closeCode: WebSocketCloseCode? {
         connection.machine.withLock { $0.termination?.code }
     }

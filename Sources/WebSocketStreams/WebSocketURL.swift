@@ -6,6 +6,9 @@ import FoundationEssentials
 /// missing host, a bad port, a fragment (not allowed in WebSocket URLs), spaces or
 /// control characters. User info (`wss://user:password@host/`) becomes a Basic
 /// `Authorization` header.
+///
+/// IPv6 literals work for `ws://`; for `wss://` libwebsockets 4.1.6 cannot verify a
+/// certificate against one (it cuts the host name at its first colon), so use a host name.
 package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     /// `true` for `wss`.
     package var isSecure: Bool

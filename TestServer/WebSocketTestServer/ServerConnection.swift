@@ -49,11 +49,18 @@ final class ServerConnection {
     }
 
     /// Whether another `lws_write` in this writable pass is safe: lws corrupts the stream
-    /// when a frame is written while part of an earlier one is still buffered, or while a
-    /// compressed message bigger than its 64 KiB deflate buffer is draining.
-    private func canWriteMore(_ wsi: OpaquePointer, after size: Int) -> Bool {
-        lws_partial_buffered(wsi) == 0 && !(compressed && size > 60 * 1024)
+    /// when a frame is written while part of an earlier one is still buffered.
+    private func canWriteMore(_ wsi: OpaquePointer) -> Bool {
+        lws_partial_buffered(wsi) == 0
     }
+
+    /// The largest piece written at once. With compression, 32 KiB keeps lws out of its
+    /// "draining" state (see `ClientLoop.compressedFragmentSize` in WebSocketStreams), in
+    /// which it would keep reading our buffer after `lws_write` returned.
+    private var pieceLimit: Int { compressed ? 32 * 1024 : Int.max }
+
+    /// The frame being written, and how much of its payload is written.
+    private var current: (frame: Frame, offset: Int)?
 
     // MARK: - Lifecycle
 
@@ -142,13 +149,12 @@ final class ServerConnection {
 
     func writeable(_ wsi: OpaquePointer, pushBuffer: UnsafeMutableRawPointer, pushCapacity: Int) -> Int32 {
         var budget = Self.writeBudget
-        var pushedThisPass = false
-        var lastWriteSize = 0
+        var wrote = false
         if case .push(let count, let size, let binary, let fragment) = route, pushed < count {
             let payload = pushBuffer + Self.headroom
             let size = min(size, pushCapacity)
-            let piece = fragment > 0 ? fragment : max(size, 1)
-            while pushed < count, budget > 0, !pushedThisPass || canWriteMore(wsi, after: lastWriteSize) {
+            let piece = min(fragment > 0 ? fragment : max(size, 1), pieceLimit)
+            while pushed < count, budget > 0, !wrote || canWriteMore(wsi) {
                 let length = min(piece, size - pushOffset)
                 Self.fillPushPayload(payload, sequence: pushed, binary: binary, range: pushOffset..<(pushOffset + length))
                 var flags = pushOffset == 0
@@ -156,8 +162,7 @@ final class ServerConnection {
                     : LWS_WRITE_CONTINUATION.rawValue
                 if pushOffset + length < size { flags |= LWS_WRITE_NO_FIN.rawValue }
                 if wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), length, flags) < 0 { return -1 }
-                pushedThisPass = true
-                lastWriteSize = length
+                wrote = true
                 budget -= max(length, 64)
                 pushOffset += length
                 if pushOffset >= size {
@@ -166,23 +171,37 @@ final class ServerConnection {
                 }
             }
         }
-        var wrote = pushedThisPass
-        while budget > 0, !wrote || canWriteMore(wsi, after: lastWriteSize), var frame = outbound.popFirst() {
-            let count = frame.payloadCount
+        while budget > 0, !wrote || canWriteMore(wsi) {
+            if current == nil {
+                guard let next = outbound.popFirst() else { break }
+                current = (next, 0)
+            }
+            guard var (frame, offset) = current else { break }
+            let total = frame.payloadCount
+            let length = min(total - offset, pieceLimit)
+            let last = offset + length == total
+            var flags = offset == 0 ? frame.flags : LWS_WRITE_CONTINUATION.rawValue | (frame.flags & LWS_WRITE_NO_FIN.rawValue)
+            if !last { flags |= LWS_WRITE_NO_FIN.rawValue }
+            // The bytes before each piece serve as lws's header room (written ones or LWS_PRE).
             let result = frame.bytes.withUnsafeMutableBufferPointer { buffer in
-                wss_write(wsi, buffer.baseAddress! + Self.headroom, count, frame.flags)
+                wss_write(wsi, buffer.baseAddress! + Self.headroom + offset, length, flags)
             }
             if result < 0 { return -1 }
             wrote = true
-            lastWriteSize = count
-            outboundBytes -= count
-            budget -= max(count, 64)
+            budget -= max(length, 64)
+            offset += length
+            if last {
+                current = nil
+                outboundBytes -= total
+            } else {
+                current = (frame, offset)
+            }
         }
         if readingPaused, outboundBytes < Self.outboundHighWatermark / 4 {
             readingPaused = false
             lws_rx_flow_control(wsi, 1)
         }
-        var more = !outbound.isEmpty
+        var more = current != nil || !outbound.isEmpty
         if case .push(let count, _, _, _) = route, pushed < count { more = true }
         if more { lws_callback_on_writable(wsi) }
         return 0

@@ -19,7 +19,13 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         var logger: Logger
     }
 
-    static let receiveBufferSize = 64 * 1024
+    /// lws's server frame parser corrupts compressed input when permessage-deflate has to
+    /// "drain" (inflate a received chunk over several passes): bytes that arrive meanwhile
+    /// overwrite input it has not inflated yet (the lws client parser does not have this
+    /// bug). A 1 MiB receive buffer, which also caps the inflate buffer, keeps draining to
+    /// chunks that inflate more than 1 MiB. lws allocates it per connection, but pages are
+    /// only touched as data arrives.
+    static let receiveBufferSize = 1024 * 1024
     static let pushCapacity = 1024 * 1024
     static let rawProtocolName = "test-server-raw"
     /// Subprotocols the server accepts; a client offering only others is rejected.
@@ -150,20 +156,21 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         let path = header(wsi, WSI_TOKEN_GET_URI) ?? "/"
         let query = queryParameters(wsi)
         let route = ServerRoute(path: path, query: query)
-        if case .reject(let status, let body, let retryAfter) = route {
+        if case .reject(let status, let body, let retryAfter, let location) = route {
             recorder.rejected(path: path, status: status)
-            return reject(wsi, status: status, body: body, retryAfter: retryAfter)
+            return reject(wsi, status: status, body: body, retryAfter: retryAfter, location: location)
         }
         guard route.isRaw else { return 0 }
         guard settings.certificates == nil else {
-            return reject(wsi, status: 501, body: "\(path) is only served without TLS", retryAfter: nil)
+            return reject(wsi, status: 501, body: "\(path) is only served without TLS", retryAfter: nil, location: nil)
         }
         return takeOver(wsi, route: route, path: path, query: query)
     }
 
     /// Writes a complete HTTP error response and tells lws the request is handled.
-    private func reject(_ wsi: OpaquePointer, status: Int, body: String, retryAfter: String?) -> Int32 {
+    private func reject(_ wsi: OpaquePointer, status: Int, body: String, retryAfter: String?, location: String?) -> Int32 {
         var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
+        if let location { head += "Location: \(location)\r\n" }
         if status == 401 { head += "WWW-Authenticate: Bearer realm=\"test-server\"\r\n" }
         if let retryAfter = retryAfter ?? ((status == 429 || status == 503) ? "1" : nil) {
             head += "Retry-After: \(retryAfter)\r\n"
@@ -178,7 +185,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     }
 
     private func answerPlainHTTP(_ wsi: OpaquePointer) -> Int32 {
-        _ = reject(wsi, status: 426, body: "this is a WebSocket test server; connect with ws://", retryAfter: nil)
+        _ = reject(wsi, status: 426, body: "this is a WebSocket test server; connect with ws://", retryAfter: nil, location: nil)
         return -1
     }
 
@@ -196,8 +203,10 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
                 compressed: compressed, openedAt: .now)
         }
         if compressed {
-            // lws's 1 KiB deflate buffers split larger messages over many writable passes.
+            // lws's 1 KiB deflate buffers split larger messages over many writable passes, and
+            // a small inflate buffer makes lws drain (see `receiveBufferSize`).
             _ = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16")
+            _ = lws_set_extension_option(wsi, "permessage-deflate", "rx_buf_size", "20")
         }
         let connection = ServerConnection(
             id: id, route: route, recorder: recorder, compressed: compressed, recordTexts: settings.recordTexts)

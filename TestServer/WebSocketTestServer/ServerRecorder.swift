@@ -1,20 +1,19 @@
-import Synchronization
 import SynchronizationSupport
 
 /// The server's record of connections, shared by the service thread (which writes)
-/// and tests (which read and wait). Waiters are resumed outside the lock.
+/// and tests (which read and wait). Waiters' conditions are evaluated and waiters resumed
+/// outside the lock, so a condition may read anything, the server's snapshot included.
 final class ServerRecorder: Sendable {
-    private struct Waiter {
-        let id: UInt64
-        let condition: @Sendable (TestServer.Snapshot) -> Bool
-        let continuation: CheckedContinuation<TestServer.Snapshot, any Error>
-    }
+    typealias Condition = @Sendable (TestServer.Snapshot) -> Bool
+    typealias Waiter = CheckedContinuation<TestServer.Snapshot, any Error>
 
     private struct State {
         var snapshot = TestServer.Snapshot(connections: [], rejectedHandshakes: [])
         var indexByID: [Int: Int] = [:]
         var nextID = 1
-        var waiters: [Waiter] = []
+        var waiters: [UInt64: (condition: Condition, continuation: Waiter)] = [:]
+        /// Waiters cancelled before they registered.
+        var cancelled = Set<UInt64>()
         var nextWaiterID: UInt64 = 0
     }
 
@@ -26,30 +25,32 @@ final class ServerRecorder: Sendable {
 
     /// Records a new connection and returns its id.
     func opened(_ make: (Int) -> TestServer.ConnectionRecord) -> Int {
-        update { state in
+        let id = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
             state.indexByID[id] = state.snapshot.connections.count
             state.snapshot.connections.append(make(id))
             return id
         }
+        checkWaiters()
+        return id
     }
 
     /// Changes the record of connection `id`.
     func change(_ id: Int, _ body: (inout TestServer.ConnectionRecord) -> Void) {
-        update { state in
+        state.withLock { state in
             if let index = state.indexByID[id] { body(&state.snapshot.connections[index]) }
         }
+        checkWaiters()
     }
 
     func rejected(path: String, status: Int) {
-        update { $0.snapshot.rejectedHandshakes.append((path, status)) }
+        state.withLock { $0.snapshot.rejectedHandshakes.append((path, status)) }
+        checkWaiters()
     }
 
     /// Waits until `condition` holds for the record, or `timeout` passes.
-    func waitUntil(
-        timeout: Duration, _ what: String, _ condition: @escaping @Sendable (TestServer.Snapshot) -> Bool
-    ) async throws -> TestServer.Snapshot {
+    func waitUntil(timeout: Duration, _ what: String, _ condition: @escaping Condition) async throws -> TestServer.Snapshot {
         let id = state.withLock { state in
             state.nextWaiterID += 1
             return state.nextWaiterID
@@ -57,20 +58,27 @@ final class ServerRecorder: Sendable {
         return try await withThrowingTaskGroup(of: TestServer.Snapshot?.self) { group in
             group.addTask {
                 try await withTaskCancellationHandler {
-                    try await withCheckedThrowingContinuation { continuation in
-                        let ready: TestServer.Snapshot? = self.state.withLock { state in
-                            if condition(state.snapshot) { return state.snapshot }
-                            state.waiters.append(Waiter(id: id, condition: condition, continuation: continuation))
-                            return nil
+                    try await withCheckedThrowingContinuation { (continuation: Waiter) in
+                        let registered: Bool = self.state.withLock { state in
+                            if state.cancelled.remove(id) != nil { return false }
+                            state.waiters[id] = (condition, continuation)
+                            return true
                         }
-                        if let ready { continuation.resume(returning: ready) }
+                        if registered {
+                            self.checkWaiters()
+                        } else {
+                            continuation.resume(throwing: CancellationError())
+                        }
                     }
                 } onCancel: {
-                    let waiter: Waiter? = self.state.withLock { state in
-                        guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                        return state.waiters.remove(at: index)
+                    let waiter = self.state.withLock { state in
+                        guard let waiter = state.waiters.removeValue(forKey: id) else {
+                            state.cancelled.insert(id)
+                            return Waiter?.none
+                        }
+                        return waiter.continuation
                     }
-                    waiter?.continuation.resume(throwing: CancellationError())
+                    waiter?.resume(throwing: CancellationError())
                 }
             }
             group.addTask {
@@ -85,20 +93,13 @@ final class ServerRecorder: Sendable {
         }
     }
 
-    private func update<Result>(_ body: (inout State) -> Result) -> Result {
-        let (result, ready): (Result, [(CheckedContinuation<TestServer.Snapshot, any Error>, TestServer.Snapshot)]) =
-            state.withLock { state in
-                let result = body(&state)
-                guard !state.waiters.isEmpty else { return (result, []) }
-                var ready: [(CheckedContinuation<TestServer.Snapshot, any Error>, TestServer.Snapshot)] = []
-                state.waiters.removeAll { waiter in
-                    guard waiter.condition(state.snapshot) else { return false }
-                    ready.append((waiter.continuation, state.snapshot))
-                    return true
-                }
-                return (result, ready)
-            }
-        for (continuation, snapshot) in ready { continuation.resume(returning: snapshot) }
-        return result
+    /// Resumes the waiters whose condition now holds.
+    private func checkWaiters() {
+        let (snapshot, waiters) = state.withLock { ($0.snapshot, $0.waiters) }
+        guard !waiters.isEmpty else { return }
+        let satisfied = waiters.filter { $0.value.condition(snapshot) }.map(\.key)
+        guard !satisfied.isEmpty else { return }
+        let ready = state.withLock { state in satisfied.compactMap { state.waiters.removeValue(forKey: $0) } }
+        for waiter in ready { waiter.continuation.resume(returning: snapshot) }
     }
 }

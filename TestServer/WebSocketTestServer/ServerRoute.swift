@@ -6,7 +6,7 @@
 /// | `/push?count=N&size=S&type=binary|text&fragment=F` | Sends N messages of S bytes (each starts with its sequence number; in F-byte fragments when F > 0), then echoes |
 /// | `/close?code=C&reason=R&after=MS` | After MS milliseconds, closes with code C and reason R |
 /// | `/drop?after=MS` | After MS milliseconds, drops TCP without a close frame |
-/// | `/reject?status=S&body=B` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`, 429/503 `Retry-After`) |
+/// | `/reject?status=S&body=B&location=L` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`, 429/503 `Retry-After`, `location` a `Location`) |
 /// | `/slow?ms=MS` | Answers the upgrade only after MS milliseconds, then closes with 1000 |
 /// | `/hang` | Never answers the upgrade |
 /// | `/uncompressed` | Accepts permessage-deflate, then sends an uncompressed text frame and a pong with payload, then closes with 1000 |
@@ -20,7 +20,7 @@ enum ServerRoute: Sendable, Equatable {
     case push(count: Int, size: Int, binary: Bool, fragment: Int)
     case close(code: UInt16, reason: String, afterMilliseconds: Int)
     case drop(afterMilliseconds: Int)
-    case reject(status: Int, body: String, retryAfter: String?)
+    case reject(status: Int, body: String, retryAfter: String?, location: String?)
     case slow(milliseconds: Int)
     case hang
     case uncompressed
@@ -41,7 +41,8 @@ enum ServerRoute: Sendable, Equatable {
         case "/drop":
             self = .drop(afterMilliseconds: max(0, int("after", 0)))
         case "/reject":
-            self = .reject(status: int("status", 403), body: query["body"] ?? "rejected by the test server", retryAfter: query["retry-after"])
+            self = .reject(status: int("status", 403), body: query["body"] ?? "rejected by the test server",
+                           retryAfter: query["retry-after"], location: query["location"])
         case "/slow":
             self = .slow(milliseconds: max(0, int("ms", 1000)))
         case "/hang":
@@ -55,7 +56,7 @@ enum ServerRoute: Sendable, Equatable {
         case "/bad-utf8":
             self = .badUTF8(split: query["split"] != nil)
         default:
-            self = .reject(status: 404, body: "no route \(path)", retryAfter: nil)
+            self = .reject(status: 404, body: "no route \(path)", retryAfter: nil, location: nil)
         }
     }
 

@@ -12,6 +12,7 @@ extension ClientTransport {
     func receive(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         guard !failing, let wsi else { return failing ? -1 : 0 }
         let chunk = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
+        if pingInFlight != nil { receivedWhilePinging = .now }
         let isFinal = lws_is_final_fragment(wsi) != 0
         let limit = configuration.maxMessageSize
 
@@ -72,6 +73,9 @@ extension ClientTransport {
             if let wsi, !readingPaused {
                 readingPaused = true
                 lws_rx_flow_control(wsi, 0)
+                // Pongs cannot be read either: stop the keep-alive until reading resumes,
+                // or a healthy peer behind a slow consumer would look dead.
+                if !closeTimerArmed { lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL) }
             }
         case .none:
             break

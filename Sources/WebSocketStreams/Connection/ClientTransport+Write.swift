@@ -54,8 +54,9 @@ extension ClientTransport {
             guard let written = writeNextFragment(loop: loop) else { return -1 }
             wrote = true
             budget -= written
-            // A compressed frame bigger than lws's deflate buffer may still be draining.
-            if compressionActive, written > Self.compressedWriteLimit { mustYield = true }
+            // Compressed fragments are small enough that lws never drains (see
+            // `ClientLoop.compressedFragmentSize`); without the 64 KiB deflate buffer it would.
+            if compressionActive, !deflateBufferRaised { mustYield = true }
         }
         if !wrote, inProgress == nil, writing.isEmpty, !moreQueued, let close = closeToSend {
             closeToSend = nil
@@ -68,8 +69,6 @@ extension ClientTransport {
         return 0
     }
 
-    /// Payloads up to this size fit lws's 64 KiB deflate output buffer in one pass.
-    static let compressedWriteLimit = 60 * 1024
 
     /// Writes the next fragment of ``inProgress``; returns the payload bytes written, or
     /// `nil` when lws failed (the connection is then closing).
@@ -78,7 +77,7 @@ extension ClientTransport {
         let payload = loop.writeBuffer + loop.writeHeadroom
         let total = outgoing.message.byteCount
         let start = outgoing.offset
-        let count = min(ClientLoop.fragmentSize, total - start)
+        let count = min(compressionActive ? ClientLoop.compressedFragmentSize : ClientLoop.fragmentSize, total - start)
         let isBinary: Bool
         switch outgoing.message {
         case .text(var string):

@@ -62,11 +62,16 @@ final class ClientTransport: @unchecked Sendable {
     /// Whether permessage-deflate was negotiated (lws may then need several writable
     /// passes to drain one compressed message).
     var compressionActive = false
+    /// Whether lws accepted the 64 KiB deflate output buffer.
+    var deflateBufferRaised = false
 
     /// The ping waiting for its pong. Only one is sent at a time: a peer may answer just
     /// the latest of several pings (RFC 6455 5.5.3; lws does), which would leave the
     /// others unanswered forever.
     var pingInFlight: (tag: PingTag, id: UInt64, deadline: ContinuousClock.Instant)?
+    /// When data last arrived while a ping was in flight: a peer that is sending is alive,
+    /// even if its pong is still queued behind data this side has not read yet.
+    var receivedWhilePinging: ContinuousClock.Instant?
     /// The keep-alive interval passed with no ping in flight: send one on the next writable pass.
     var keepaliveDue = false
     var keepaliveCounter: UInt64 = 0
@@ -121,6 +126,12 @@ final class ClientTransport: @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             let message = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) }
             if handshakeStatus == 0 { recordHandshakeResponse() }
+            if url.isSecure, tlsError == nil {
+                // The verification callback did not run for us; ask the TLS session directly.
+                var text: UnsafePointer<CChar>?
+                let result = wss_tls_verify_result(wsi, &text)
+                if result != 0, let text { tlsError = "\(String(cString: text)) (X509 error \(result))" }
+            }
             end(connection, connectError: connectError(lwsMessage: message))
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             peerClosed(connection, input: input, length: length)
@@ -164,8 +175,12 @@ final class ClientTransport: @unchecked Sendable {
         info.ietf_version_or_minus_one = -1
         info.opaque_user_data = Unmanaged.passUnretained(connection).toOpaque()
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
+        // A 3xx answer to the upgrade is reported (handshakeRejected with its Location), not
+        // followed: lws would re-send every header, credentials included, to the new host and
+        // resolve it with a blocking lookup on the service thread.
+        info.ssl_connection = Int32(LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
         if url.isSecure {
-            var flags = Int32(LCCSCF_USE_SSL.rawValue)
+            var flags = Int32(LCCSCF_USE_SSL.rawValue | LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
             if configuration.tls.allowUntrustedCertificates {
                 flags |= Int32(LCCSCF_ALLOW_SELFSIGNED.rawValue | LCCSCF_ALLOW_INSECURE.rawValue
                     | LCCSCF_ALLOW_EXPIRED.rawValue | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue)
@@ -256,16 +271,22 @@ final class ClientTransport: @unchecked Sendable {
             compressionActive = true
             // lws's deflate buffers default to 1 KiB, which splits every larger compressed
             // message into 1 KiB frames over as many writable passes; 64 KiB (2^16) instead.
-            _ = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16")
+            deflateBufferRaised = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16") == 0
+            if !deflateBufferRaised {
+                connection.logger.warning("libwebsockets kept its 1 KiB deflate buffer; compressed sends will be slow")
+            }
         }
-        let (waiter, abandoned) = connection.machine.withLock { $0.established(subprotocol: subprotocol, extensions: extensions) }
+        let (waiter, abandoned, error) = connection.machine.withLock {
+            $0.established(subprotocol: subprotocol, extensions: extensions)
+        }
         if let interval = configuration.pingInterval {
             lws_set_timer_usecs(wsi, interval.microseconds)
         } else {
             lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
         }
-        waiter?.resume()
-        // `connect` was cancelled as the handshake finished: close the orphan properly.
+        if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
+        // `connect` was cancelled (or the loop is closing) as the handshake finished: close
+        // the orphan properly.
         if abandoned { connection.wake() }
     }
 
@@ -291,10 +312,15 @@ final class ClientTransport: @unchecked Sendable {
     func end(_ connection: ClientConnection, connectError: WebSocketError?) {
         guard !ended else { return }
         ended = true
-        let error = connectError ?? (didOpen ? nil : self.connectError(lwsMessage: "the connection closed during the opening handshake"))
+        let error = connectError ?? (didOpen ? nil : self.connectError(
+            lwsMessage: handshakeSent ? "the connection closed during the opening handshake" : "could not connect"))
+        // A message partly handed to lws never reached the peer whole: unsent too.
+        let unwritten = (inProgress.map { [$0.message] } ?? []) + Array(writing)
+        inProgress = nil
+        writing = []
         let finale = connection.machine.withLock { machine in
             if let error, !didOpen { return machine.connectFailed(error) }
-            return machine.transportClosed()
+            return machine.transportClosed(unwritten: unwritten)
         }
         finale?.run()
     }
@@ -315,6 +341,7 @@ final class ClientTransport: @unchecked Sendable {
         if requests.contains(.resumeReading), readingPaused {
             readingPaused = false
             lws_rx_flow_control(wsi, 1)
+            rearmKeepalive()
         }
         if requests.contains(.write), didOpen {
             if !closeTimerArmed, connection.machine.withLock({ $0.isClosingLocally }) {
@@ -330,8 +357,8 @@ final class ClientTransport: @unchecked Sendable {
     private func timerFired(_ connection: ClientConnection) -> Int32 {
         guard !ended else { return 0 }
         if !didOpen {
-            let cancelled = connection.machine.withLock { $0.connectCancelled }
-            end(connection, connectError: cancelled ? .connectionFailed("the connect was cancelled") : .timedOut)
+            let abandoned = connection.machine.withLock { $0.connectCancelled || $0.isClosingLocally }
+            end(connection, connectError: abandoned ? .connectionFailed("closed before the handshake finished") : .timedOut)
             return -1
         }
         if closeTimerArmed {
@@ -340,7 +367,13 @@ final class ClientTransport: @unchecked Sendable {
         }
         guard let wsi else { return 0 }
         let now = ContinuousClock.now
-        if let inFlight = pingInFlight {
+        if let inFlight = pingInFlight, !readingPaused {
+            if now >= inFlight.deadline, let lastData = receivedWhilePinging, lastData + configuration.pongTimeout > now {
+                // Data kept arriving: the pong is late because of our own reading, not the peer.
+                pingInFlight?.deadline = lastData + configuration.pongTimeout
+                lws_set_timer_usecs(wsi, (lastData + configuration.pongTimeout - now).microseconds)
+                return 0
+            }
             if now >= inFlight.deadline {
                 connection.machine.withLock { $0.failed(with: .pongTimeout, closeCode: nil) }
                 connection.logger.debug("no pong within \(configuration.pongTimeout); dropping the connection")
@@ -349,17 +382,32 @@ final class ClientTransport: @unchecked Sendable {
             lws_set_timer_usecs(wsi, (inFlight.deadline - now).microseconds)
             return 0
         }
+        // Reading is paused (a slow consumer): pongs cannot arrive; wait for reading to resume.
+        if readingPaused { return 0 }
         // The keep-alive interval passed; the ping's own deadline is armed when it is written.
         keepaliveDue = true
         lws_callback_on_writable(wsi)
         return 0
     }
 
+    /// Restarts the keep-alive after reading resumed: a ping in flight gets a fresh pong
+    /// deadline, otherwise the next keep-alive ping is a full interval away.
+    private func rearmKeepalive() {
+        guard let wsi, !closeTimerArmed, didOpen else { return }
+        if pingInFlight != nil {
+            pingInFlight?.deadline = .now + configuration.pongTimeout
+            lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds)
+        } else if let interval = configuration.pingInterval {
+            lws_set_timer_usecs(wsi, interval.microseconds)
+        }
+    }
+
     /// Records a ping just written and arms its pong deadline.
     func pingWritten(tag: PingTag, id: UInt64) {
         let deadline = ContinuousClock.now + configuration.pongTimeout
         pingInFlight = (tag, id, deadline)
-        if let wsi, !closeTimerArmed { lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds) }
+        receivedWhilePinging = nil
+        if let wsi, !closeTimerArmed, !readingPaused { lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds) }
     }
 
     /// A pong arrived: if it answers the ping in flight, resolve that ping and go back to
@@ -371,6 +419,7 @@ final class ClientTransport: @unchecked Sendable {
               UInt64(bigEndian: input.loadUnaligned(fromByteOffset: 1, as: UInt64.self)) == inFlight.id
         else { return 0 }
         pingInFlight = nil
+        receivedWhilePinging = nil
         if !closeTimerArmed {
             if let interval = configuration.pingInterval {
                 lws_set_timer_usecs(wsi, interval.microseconds)

@@ -124,16 +124,26 @@ struct ConnectionStateMachine {
 
     /// The handshake succeeded: the waiter to resume, or, when `connect` was cancelled
     /// meanwhile, nobody (the connection has no owner and goes away with 1001: `wake`).
-    mutating func established(subprotocol: String?, extensions: String?) -> (waiter: ConnectWaiter?, wake: Bool) {
-        guard phase == .connecting else { return (nil, false) }
+    mutating func established(subprotocol: String?, extensions: String?) -> (waiter: ConnectWaiter?, wake: Bool, error: WebSocketError?) {
+        guard phase == .connecting else { return (nil, false, nil) }
         phase = .open
         self.subprotocol = subprotocol
         negotiatedExtensions = extensions
         if connectCancelled {
-            return (nil, requestClose(code: .goingAway, reason: ""))
+            return (nil, requestClose(code: .goingAway, reason: ""), nil)
+        }
+        if let abandon = localClose {
+            // Closed while connecting (the loop is shutting down): close properly, and
+            // `connect` fails instead of handing out a connection that is going away.
+            localClose = nil
+            let error = WebSocketError.connectionFailed("the connection was closed before it opened")
+            pendingError = error
+            let wake = requestClose(code: abandon.code, reason: abandon.reason)
+            defer { connectWaiter = nil }
+            return (connectWaiter, wake, error)
         }
         defer { connectWaiter = nil }
-        return (connectWaiter, false)
+        return (connectWaiter, false, nil)
     }
 
     // MARK: - Sending
@@ -327,6 +337,8 @@ struct ConnectionStateMachine {
     private mutating func requestClose(code: WebSocketCloseCode, reason: String) -> Bool {
         switch phase {
         case .connecting:
+            // Remembered: if the handshake completes anyway, `established` closes with it.
+            if localClose == nil { localClose = (code, reason) }
             return request(.abort)
         case .open:
             phase = .closing
@@ -424,7 +436,11 @@ struct ConnectionStateMachine {
     }
 
     /// The socket is gone (closed, dropped, or destroyed). Returns `nil` when already closed.
-    mutating func transportClosed() -> Finale? {
+    ///
+    /// - Parameter unwritten: Messages the service thread had taken from the queue but not
+    ///   finished writing; they never reached the peer whole and count as unsent, ahead of
+    ///   those still queued.
+    mutating func transportClosed(unwritten: [WebSocketMessage] = []) -> Finale? {
         if phase == .closed { return nil }
         let wasConnecting = phase == .connecting
         phase = .closed
@@ -447,7 +463,7 @@ struct ConnectionStateMachine {
         }
         finale.consumers = Array(inbound.takeConsumers())
         let drained = outbound.drain()
-        unsentMessages = drained.unsent
+        unsentMessages = unwritten + drained.unsent
         finale.parkedSenders = drained.parked
         finale.pings = pings.map(\.continuation)
         pings = []

@@ -24,6 +24,14 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     /// The largest frame written in one piece; larger messages go out as fragments of
     /// this size through one shared buffer, which bounds memory per connection.
     static let fragmentSize = 128 * 1024
+
+    /// The largest fragment written when permessage-deflate is active. With lws's deflate
+    /// output buffer raised to 64 KiB, zlib then always consumes the whole input in one
+    /// call (at most 32 KiB plus the ~16.6 KiB it may hold back), so lws never enters its
+    /// "draining" state, in which it keeps reading from the input pointer after `lws_write`
+    /// returned: that pointer is the loop's shared write buffer, which the next connection
+    /// overwrites.
+    static let compressedFragmentSize = 32 * 1024
     /// Bytes written per writable callback before yielding to other connections.
     static let writeBudget = 256 * 1024
 
@@ -127,6 +135,8 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
             return
         }
         connections[ObjectIdentifier(connection)] = connection
+        // lws's log mask is process-global state: only ever changed on a service thread.
+        ServiceThreadLogging.enable(for: connection.logger.logLevel)
         connection.transport.connect(connection, context: context, vhost: vhost, loop: self)
     }
 

@@ -189,7 +189,11 @@ package final class ServiceThread: Sendable {
                 return false
             }
             if stopping { break }
-            if lws_service(context, 0) < 0 { break }
+            if lws_service(context, 0) < 0 {
+                // The context failed: stop taking work before the final drain.
+                inbox.withLock { $0.runState = .stopping }
+                break
+            }
         }
         // Work posted but never run is dropped here; the delegate fails what it owns.
         drainInbox()

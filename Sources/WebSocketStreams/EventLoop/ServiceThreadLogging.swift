@@ -47,12 +47,12 @@ package enum ServiceThreadLogging {
         if logLevel <= .notice { wanted |= LLL_NOTICE }
         if logLevel <= .debug { wanted |= LLL_INFO }
         if logLevel <= .trace { wanted |= LLL_DEBUG | LLL_CLIENT }
-        let changed: Int32? = enabledLevels.withLock { levels in
-            guard levels | wanted != levels else { return nil }
+        enabledLevels.withLock { levels in
+            guard levels | wanted != levels else { return }
             levels |= wanted
-            return levels
+            // Under the lock, so concurrent service threads set lws's global in order.
+            lws_set_log_level(levels, emit)
         }
-        if let changed { lws_set_log_level(changed, emit) }
     }
 
     /// The swift-log level for an lws level bit.

@@ -19,6 +19,9 @@ struct HTTPProxy: Sendable, Hashable {
         if let at = rest.lastIndex(of: "@") {
             userInfo = String(rest[..<at])
             rest = rest[rest.index(after: at)...]
+            // lws keeps proxy credentials in a 96-byte buffer and silently drops the proxy
+            // (connecting directly) when they do not fit.
+            guard (userInfo?.utf8.count ?? 0) <= 95 else { throw invalid("the credentials are longer than 95 bytes") }
         }
         let hostPart: Substring
         let portPart: Substring

@@ -33,9 +33,22 @@ struct ConnectionStateMachineTests {
         let (waiter, abortWake) = machine.cancelConnect()
         #expect(waiter == nil && abortWake)
         _ = machine.takeRequests()
-        let (resumed, closeWake) = machine.established(subprotocol: nil, extensions: nil)
+        let (resumed, closeWake, _) = machine.established(subprotocol: nil, extensions: nil)
         #expect(resumed == nil)
         #expect(closeWake)
+        var batch = ConnectionStateMachine.WriteBatch()
+        machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
+        #expect(batch.close?.code == .goingAway)
+    }
+
+    @Test("a handshake that completes after a close was asked for while connecting fails connect and closes")
+    func closedWhileConnecting() async {
+        var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
+        _ = machine.closeWithoutWaiting(code: .goingAway, reason: "")
+        _ = machine.takeRequests()
+        let (_, closeWake, error) = machine.established(subprotocol: nil, extensions: nil)
+        #expect(closeWake)
+        #expect(error == .connectionFailed("the connection was closed before it opened"))
         var batch = ConnectionStateMachine.WriteBatch()
         machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
         #expect(batch.close?.code == .goingAway)
