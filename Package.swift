@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "TaskLifetimes", targets: ["TaskLifetimes"]),
         .library(name: "WebSocketTestServer", targets: ["WebSocketTestServer"]),
         .executable(name: "TestServer", targets: ["TestServer"]),
+        .executable(name: "wsdump", targets: ["wsdump"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -82,6 +83,15 @@ let package = Package(
             swiftSettings: sharedSwiftSettings
         ),
         .executableTarget(
+            name: "wsdump",
+            dependencies: [
+                "WebSocketStreams",
+                "SynchronizationSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .executableTarget(
             name: "wssoak",
             dependencies: [
                 "WebSocketStreams",
@@ -94,6 +104,11 @@ let package = Package(
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes"],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
+            name: "WSDumpTests",
+            dependencies: ["wsdump", "WebSocketStreams", "WebSocketTestServer", "SynchronizationSupport"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(

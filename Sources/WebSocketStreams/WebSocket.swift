@@ -131,6 +131,19 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.negotiatedExtensions }
     }
 
+    /// The headers of the server's `101 Switching Protocols` answer that libwebsockets
+    /// parsed (it keeps well-known ones only, e.g. `Server`, `Date`, `Set-Cookie`,
+    /// `Sec-WebSocket-Protocol`, `Sec-WebSocket-Extensions`), by canonical name.
+    public var responseHeaders: [String: String] {
+        connection.machine.withLock { $0.responseHeaders }
+    }
+
+    /// Bytes of payload handed to the socket so far (after `send` queued them); wsdump
+    /// draws its upload progress from it.
+    package var bytesWritten: Int {
+        connection.bytesWritten.load(ordering: .relaxed)
+    }
+
     /// Whether the connection is open (not yet closing or closed).
     public var isOpen: Bool {
         connection.machine.withLock { $0.phase == .open }

@@ -79,6 +79,10 @@ public struct WebSocketConfiguration: Sendable {
     /// Where the connection's log lines go, libwebsockets' own included. Silent by default.
     public var logger: Logger = .silent
 
+    /// Sees the control frames this side sends and receives, for tools such as wsdump.
+    /// Called on the loop's service thread: it must return at once (e.g. yield to a stream).
+    package var controlFrameObserver: (@Sendable (ControlFrameEvent) -> Void)?
+
     /// A configuration with every default.
     public init() {}
 }

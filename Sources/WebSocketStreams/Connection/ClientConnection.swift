@@ -24,6 +24,8 @@ final class ClientConnection: ServiceThreadWork {
     let machine: AnnotatedMutex<ConnectionStateMachine>
     private let eventLoop: WebSocketEventLoop
     private let waiterIDs = Atomic<UInt64>(0)
+    /// Payload bytes handed to lws so far (written by the service thread, read by anyone).
+    let bytesWritten = Atomic<Int>(0)
 
     init(
         url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,

@@ -111,6 +111,7 @@ extension ClientTransport {
 
     /// Sets the close frame lws sends when the callback returns -1.
     func sendClose(_ wsi: OpaquePointer, code: WebSocketCloseCode, reason: String) {
+        configuration.controlFrameObserver?(.closeSent(code: code, reason: reason))
         var reason = reason
         reason.withUTF8 { bytes in
             wss_close_reason(wsi, UInt32(code.rawValue), bytes.baseAddress, bytes.count)

@@ -1,6 +1,7 @@
 import CLibWebSockets
 import FoundationEssentials
 import Glibc
+import Synchronization
 import SynchronizationSupport
 
 extension ClientTransport {
@@ -20,6 +21,8 @@ extension ClientTransport {
     /// draining. The close frame is only sent at the start of a pass for the same reason.
     func writeable(_ connection: ClientConnection, loop: ClientLoop) -> Int32 {
         guard let wsi, !failing else { return failing ? -1 : 0 }
+        var payloadWritten = 0
+        defer { if payloadWritten > 0 { connection.bytesWritten.add(payloadWritten, ordering: .relaxed) } }
         var wrote = false
         if keepaliveDue, pingInFlight == nil {
             keepaliveDue = false
@@ -54,6 +57,7 @@ extension ClientTransport {
             guard let written = writeNextFragment(loop: loop) else { return -1 }
             wrote = true
             budget -= written
+            payloadWritten += written
             // Compressed fragments are small enough that lws never drains (see
             // `ClientLoop.compressedFragmentSize`); without the 64 KiB deflate buffer it would.
             if compressionActive, !deflateBufferRaised { mustYield = true }

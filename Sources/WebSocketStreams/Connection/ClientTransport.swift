@@ -47,6 +47,7 @@ final class ClientTransport: @unchecked Sendable {
     var tlsError: String?
     var subprotocol: String?
     var extensions: String?
+    var responseHeaders: [String: String] = [:]
 
     var partial: PartialMessage?
     var partialSize = 0
@@ -121,6 +122,7 @@ final class ClientTransport: @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
             subprotocol = header(WSI_TOKEN_PROTOCOL)
             extensions = header(WSI_TOKEN_EXTENSIONS)
+            responseHeaders = readResponseHeaders()
         case LWS_CALLBACK_CLIENT_ESTABLISHED:
             established(connection)
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
@@ -243,15 +245,25 @@ final class ClientTransport: @unchecked Sendable {
         guard let wsi else { return }
         handshakeStatus = Int(lws_http_client_http_response(wsi))
         guard handshakeStatus != 101, handshakeStatus != 0 else { return }
+        rejectionHeaders = readResponseHeaders()
+    }
+
+    /// The response headers lws parsed, by canonical name (lws keeps only known headers).
+    private func readResponseHeaders() -> [String: String] {
         let names: [(lws_token_indexes, String)] = [
             (WSI_TOKEN_HTTP_WWW_AUTHENTICATE, "WWW-Authenticate"), (WSI_TOKEN_HTTP_RETRY_AFTER, "Retry-After"),
             (WSI_TOKEN_HTTP_CONTENT_TYPE, "Content-Type"), (WSI_TOKEN_HTTP_LOCATION, "Location"),
             (WSI_TOKEN_HTTP_SERVER, "Server"), (WSI_TOKEN_HTTP_SET_COOKIE, "Set-Cookie"),
-            (WSI_TOKEN_HTTP_CONTENT_LENGTH, "Content-Length"),
+            (WSI_TOKEN_HTTP_CONTENT_LENGTH, "Content-Length"), (WSI_TOKEN_HTTP_DATE, "Date"),
+            (WSI_TOKEN_UPGRADE, "Upgrade"), (WSI_TOKEN_CONNECTION, "Connection"),
+            (WSI_TOKEN_ACCEPT, "Sec-WebSocket-Accept"), (WSI_TOKEN_PROTOCOL, "Sec-WebSocket-Protocol"),
+            (WSI_TOKEN_EXTENSIONS, "Sec-WebSocket-Extensions"),
         ]
+        var headers: [String: String] = [:]
         for (token, name) in names {
-            if let value = header(token) { rejectionHeaders[name] = value }
+            if let value = header(token) { headers[name] = value }
         }
+        return headers
     }
 
     /// A response header lws parsed, or `nil`.
@@ -277,7 +289,7 @@ final class ClientTransport: @unchecked Sendable {
             }
         }
         let (waiter, abandoned, error) = connection.machine.withLock {
-            $0.established(subprotocol: subprotocol, extensions: extensions)
+            $0.established(subprotocol: subprotocol, extensions: extensions, responseHeaders: responseHeaders)
         }
         if let interval = configuration.pingInterval {
             lws_set_timer_usecs(wsi, interval.microseconds)
@@ -404,6 +416,7 @@ final class ClientTransport: @unchecked Sendable {
 
     /// Records a ping just written and arms its pong deadline.
     func pingWritten(tag: PingTag, id: UInt64) {
+        configuration.controlFrameObserver?(.pingSent(keepalive: tag == .keepalive))
         let deadline = ContinuousClock.now + configuration.pongTimeout
         pingInFlight = (tag, id, deadline)
         receivedWhilePinging = nil
@@ -420,6 +433,7 @@ final class ClientTransport: @unchecked Sendable {
         else { return 0 }
         pingInFlight = nil
         receivedWhilePinging = nil
+        configuration.controlFrameObserver?(.pongReceived(roundTrip: now - (inFlight.deadline - configuration.pongTimeout)))
         if !closeTimerArmed {
             if let interval = configuration.pingInterval {
                 lws_set_timer_usecs(wsi, interval.microseconds)
@@ -445,6 +459,7 @@ final class ClientTransport: @unchecked Sendable {
             code = WebSocketCloseCode(rawValue: UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
             reason = String(decoding: UnsafeBufferPointer(start: bytes + 2, count: length - 2), as: UTF8.self)
         }
+        configuration.controlFrameObserver?(.closeReceived(code: code, reason: reason))
         let (senders, error) = connection.machine.withLock { machine in
             machine.peerClosed(code: code, reason: reason)
             return (machine.takeParkedSendersIfClosing(), machine.closedError)

@@ -60,6 +60,7 @@ struct ConnectionStateMachine {
     private(set) var unsentMessages: [WebSocketMessage] = []
     private(set) var subprotocol: String?
     private(set) var negotiatedExtensions: String?
+    private(set) var responseHeaders: [String: String] = [:]
     /// `messages` streams handed out and not yet released (iterated or not).
     private var liveStreams = 0
     private var isHandleReleased = false
@@ -124,11 +125,14 @@ struct ConnectionStateMachine {
 
     /// The handshake succeeded: the waiter to resume, or, when `connect` was cancelled
     /// meanwhile, nobody (the connection has no owner and goes away with 1001: `wake`).
-    mutating func established(subprotocol: String?, extensions: String?) -> (waiter: ConnectWaiter?, wake: Bool, error: WebSocketError?) {
+    mutating func established(
+        subprotocol: String?, extensions: String?, responseHeaders: [String: String] = [:]
+    ) -> (waiter: ConnectWaiter?, wake: Bool, error: WebSocketError?) {
         guard phase == .connecting else { return (nil, false, nil) }
         phase = .open
         self.subprotocol = subprotocol
         negotiatedExtensions = extensions
+        self.responseHeaders = responseHeaders
         if connectCancelled {
             return (nil, requestClose(code: .goingAway, reason: ""), nil)
         }
