@@ -1,9 +1,178 @@
 import ArgumentParser
+import Foundation
+import WebSocketStreams
 
-/// Placeholder; the wsdump inspector lands here.
-@main
+/// The `wsdump` command: its flags (a superset of Python wsdump's) and their validation.
+///
+/// Parsing only: ``Main`` preprocesses the arguments and maps errors to exit codes, and
+/// ``Session`` does the work.
 struct WSDump: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "wsdump", abstract: "WebSocket inspector (in progress).")
+    static let configuration = CommandConfiguration(
+        commandName: "wsdump",
+        abstract: "Connect to a WebSocket server, send what you type or pipe in, and show everything it sends back.",
+        discussion: """
+            Accepts Python wsdump's command lines (-v N included). Each input line is sent as a text message \
+            (binary with --binary). Received data goes to standard output; status lines \
+            (connected, closed, errors, -v details) go to standard error. In a pipe, standard \
+            output carries nothing but the data, one message per line, without escape codes.
 
-    func run() async throws {}
+            On a terminal wsdump shows a "> " prompt with line editing; received messages \
+            print above it. Commands at the prompt: /ping [text], /close [code [reason]], \
+            /binary HEX, /help; start a line with // to send a line beginning with /. \
+            Ctrl-D on an empty line closes with 1000, Ctrl-C closes with 1001. Colors are \
+            used on terminals only, and never when NO_COLOR is set.
+
+            When input ends, wsdump waits --eof-wait seconds (still printing what arrives), \
+            then closes with 1000 and waits for the server's close.
+
+            \(ExitStatus.helpText)
+            """)
+
+    @Argument(help: "The ws:// or wss:// URL to connect to.")
+    var url: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("Connect through this HTTP proxy (CONNECT).", valueName: "http://host:port"))
+    var proxy: String?
+
+    @Flag(name: .shortAndLong, help: "-v: show each message's type and sent messages; -vv (or -v 2): also the handshake headers and ping, pong and close frames.")
+    var verbose: Int
+
+    @Flag(name: .shortAndLong, help: "Accept any server certificate (self-signed, expired, other host).")
+    var nocert = false
+
+    @Flag(name: .shortAndLong, help: "Print received messages without prefix, type or color, and read input lines without the line editor.")
+    var raw = false
+
+    @Option(name: .shortAndLong, parsing: .upToNextOption, help: ArgumentHelp("Subprotocols to offer, most preferred first.", valueName: "protocol"))
+    var subprotocols: [String] = []
+
+    @Option(name: .shortAndLong, help: "The Origin header.")
+    var origin: String?
+
+    @Option(name: .customLong("eof-wait"), help: ArgumentHelp("Seconds to wait after input ends before closing.", valueName: "seconds"))
+    var eofWait: Double = 0
+
+    @Option(name: .shortAndLong, help: "Text to send once, right after connecting.")
+    var text: String?
+
+    @Flag(help: "Print the seconds since connecting before each received message.")
+    var timings = false
+
+    @Option(help: ArgumentHelp("Extra headers, comma-separated (Python wsdump style): \"A: 1, B: 2\".", valueName: "headers"))
+    var headers: String?
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("An extra header; repeatable, and the value may hold commas.", valueName: "Name: value"))
+    var header: [String] = []
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("A PEM file of CA certificates to trust besides the system's.", valueName: "path"))
+    var caFile: String?
+
+    @Option(help: ArgumentHelp("A PEM client certificate to present (with --key).", valueName: "path"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --cert.", valueName: "path"))
+    var key: String?
+
+    @Flag(help: "Send input lines as binary messages.")
+    var binary = false
+
+    @Option(help: ArgumentHelp("Send this file as one binary message after connecting (with a progress bar on a terminal).", valueName: "path"))
+    var file: String?
+
+    @Flag(help: "Show binary messages as a full hex dump (default: the size and the first 16 bytes).")
+    var hex = false
+
+    @Flag(help: "Pretty-print text messages that are JSON objects or arrays.")
+    var json = false
+
+    @Flag(help: "Write one JSON object per event (time, direction, type, data or base64, code, reason, error) on standard output.")
+    var jsonl = false
+
+    @Option(help: ArgumentHelp("Close with 1000 and exit after this many received messages.", valueName: "n"))
+    var count: Int?
+
+    @Option(help: ArgumentHelp("Close with 1000 and exit with status 4 after this many seconds.", valueName: "seconds"))
+    var timeout: Double?
+
+    @Flag(help: "Reconnect with backoff when the connection drops, printing each state change.")
+    var reconnect = false
+
+    @Option(name: .customLong("ping-interval"), help: ArgumentHelp("Seconds of silence before a keep-alive ping (default 20; 0 disables).", valueName: "seconds"))
+    var pingInterval: Double?
+
+    @Flag(name: .customLong("no-compression"), help: "Do not offer permessage-deflate compression.")
+    var noCompression = false
+
+    @Flag(name: .customLong("show-secrets"), help: "Show Authorization, Cookie and other secret values in -v output instead of <redacted>.")
+    var showSecrets = false
+
+    func validate() throws {
+        _ = try makeSessionOptions()
+    }
+
+    func run() async throws {
+        let status = await Session(options: try makeSessionOptions()).run()
+        if status != .normalClose { throw ExitCode(status.rawValue) }
+    }
+
+    /// The session options for a whole command line (without the program name), with
+    /// Python-style arguments rewritten first.
+    static func sessionOptions(from arguments: [String]) throws -> SessionOptions {
+        try parse(ArgumentPreprocessing.rewrite(arguments)).makeSessionOptions()
+    }
+
+    /// The options for the session, or a `ValidationError` saying what is wrong.
+    func makeSessionOptions() throws -> SessionOptions {
+        do {
+            _ = try WebSocketURL(parsing: url)
+        } catch {
+            throw ValidationError(String(describing: error))
+        }
+        var configuration = WebSocketConfiguration()
+        do {
+            let listed = try headers.map(HeaderArguments.parseList) ?? []
+            for header in listed + (try header.map(HeaderArguments.parse)) {
+                configuration.headers[header.name] = header.value
+            }
+        } catch {
+            throw ValidationError(String(describing: error))
+        }
+        configuration.subprotocols = subprotocols
+        configuration.origin = origin
+        configuration.proxy = proxy
+        configuration.compression = !noCompression
+        configuration.tls.allowUntrustedCertificates = nocert
+        configuration.tls.trustedCAFile = caFile
+        configuration.tls.clientCertificateFile = cert
+        configuration.tls.clientKeyFile = key
+        if let pingInterval {
+            guard pingInterval >= 0 else { throw ValidationError("--ping-interval must be 0 or more seconds") }
+            configuration.pingInterval = pingInterval == 0 ? nil : .seconds(pingInterval)
+        }
+        guard (cert == nil) == (key == nil) else { throw ValidationError("--cert and --key must be given together") }
+        for path in [caFile, cert, key, file].compactMap(\.self) where !FileManager.default.isReadableFile(atPath: path) {
+            throw ValidationError("cannot read '\(path)'")
+        }
+        guard eofWait >= 0 else { throw ValidationError("--eof-wait must be 0 or more seconds") }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
+        if json, jsonl { throw ValidationError("--json and --jsonl cannot be combined") }
+
+        var options = SessionOptions(url: url, configuration: configuration)
+        options.verbosity = verbose
+        options.raw = raw
+        options.timings = timings
+        options.eofWait = .seconds(eofWait)
+        options.initialText = text
+        options.file = file
+        options.sendsLinesAsBinary = binary
+        options.hexDump = hex
+        options.prettyJSON = json
+        options.jsonLines = jsonl
+        options.count = count
+        options.timeout = timeout.map { .seconds($0) }
+        options.reconnect = reconnect
+        options.showsSecrets = showSecrets
+        return options
+    }
 }

@@ -1,0 +1,37 @@
+import WebSocketStreams
+
+/// A session over one ``WebSocket``.
+struct DirectLink: SessionLink {
+    let connection: WebSocket
+
+    func startReceiving(
+        deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void
+    ) {
+        Task { [connection] in
+            // An iterator, never cancelled: ending a `for await` early would close with 1001.
+            var messages = connection.messages.makeAsyncIterator()
+            while let message = await messages.next() {
+                await deliver(message)
+            }
+            ended()
+        }
+    }
+
+    func send(_ message: WebSocketMessage) async throws {
+        try await connection.send(message)
+    }
+
+    func ping() async throws -> Duration {
+        try await connection.ping()
+    }
+
+    func close(code: WebSocketCloseCode, reason: String) async {
+        await connection.close(code: code, reason: reason)
+    }
+
+    var bytesWritten: Int { connection.bytesWritten }
+
+    var isOpen: Bool { connection.isOpen }
+
+    var isCompressed: Bool { connection.extensions?.contains("permessage-deflate") == true }
+}

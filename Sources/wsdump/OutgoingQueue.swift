@@ -1,0 +1,77 @@
+import Foundation
+import WebSocketStreams
+
+/// Sends, in order and on a task of its own, what the session hands it: messages, the
+/// `--file` upload, and the final close (which so goes out after every queued message).
+///
+/// The session loop never waits for a send, so it keeps printing while a large message is
+/// written or the connection applies backpressure.
+final class OutgoingQueue: Sendable {
+    /// One thing to send.
+    enum Item: Sendable {
+        /// A message; `fromInput` gives its credit back to the stdin reader once sent.
+        case message(WebSocketMessage, fromInput: Bool)
+        /// A file as one binary message.
+        case file(path: String)
+        /// The close frame.
+        case close(code: WebSocketCloseCode, reason: String)
+    }
+
+    private let continuation: AsyncStream<Item>.Continuation
+
+    /// Why an empty message is not sent on a compressed connection: libwebsockets 4.1.6
+    /// aborts the process (an assertion in its permessage-deflate code) when an empty
+    /// message follows another one on such a connection.
+    static let emptyCompressedMessageRefusal =
+        "an empty message was not sent: libwebsockets 4.1 cannot compress one (use --no-compression to send empty messages)"
+
+    /// Starts the sending task.
+    ///
+    /// - Parameters:
+    ///   - link: Where to send.
+    ///   - credits: Given back for each input line sent.
+    ///   - upload: Sends `--file` uploads (drawing progress).
+    ///   - post: Reports what is sent, failures and the end of an upload to the session.
+    init(link: any SessionLink, credits: StandardInput.Credits, upload: FileUpload, post: @escaping @Sendable (SessionEvent) -> Void) {
+        let (items, continuation) = AsyncStream<Item>.makeStream()
+        self.continuation = continuation
+        Task {
+            var bytesQueued = 0
+            for await item in items {
+                switch item {
+                case .message(let message, let fromInput):
+                    if message.byteCount == 0, link.isCompressed {
+                        post(.sendFailed(Self.emptyCompressedMessageRefusal))
+                        if fromInput { credits.giveBack() }
+                        continue
+                    }
+                    post(.sending(message))
+                    do {
+                        try await link.send(message)
+                        bytesQueued += message.byteCount
+                    } catch {
+                        post(.sendFailed("\(message) was not sent: \(error)"))
+                    }
+                    if fromInput { credits.giveBack() }
+                case .file(let path):
+                    do {
+                        let data = try await FileUpload.read(path)
+                        post(.sending(.binary(data)))
+                        try await upload.send(data, over: link, bytesQueuedBefore: bytesQueued)
+                        bytesQueued += data.count
+                    } catch {
+                        post(.sendFailed("\(path) was not sent: \(error)"))
+                    }
+                    post(.uploadFinished)
+                case .close(let code, let reason):
+                    await link.close(code: code, reason: reason)
+                }
+            }
+        }
+    }
+
+    /// Queues `item` after everything queued before.
+    func enqueue(_ item: Item) {
+        continuation.yield(item)
+    }
+}

@@ -1,0 +1,71 @@
+import SynchronizationSupport
+import WebSocketStreams
+
+/// A session over a ``ReconnectingWebSocket`` (`--reconnect`).
+///
+/// The socket can only close with 1000 (``ReconnectingWebSocket/close()``) or, by ending
+/// the iteration of its messages, with 1001; other codes are sent as 1000.
+final class ReconnectingLink: SessionLink {
+    /// The connection open now, set by the socket's `onConnect`.
+    private final class CurrentConnection: Sendable {
+        let connection = AnnotatedMutex<WebSocket?>(nil)
+    }
+
+    let socket: ReconnectingWebSocket
+    private let current: CurrentConnection
+    private let receiving = AnnotatedMutex<Task<Void, Never>?>(nil)
+
+    /// Creates the socket (it connects once messages are read).
+    ///
+    /// - Parameter onConnect: Called after each (re)connect with the new connection.
+    init(url: String, configuration: WebSocketConfiguration, onConnect: @escaping @Sendable (WebSocket) -> Void) {
+        let current = CurrentConnection()
+        self.current = current
+        socket = ReconnectingWebSocket(to: url, configuration: configuration, onConnect: { connection in
+            current.connection.withLock { $0 = connection }
+            onConnect(connection)
+        })
+    }
+
+    func startReceiving(
+        deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void
+    ) {
+        let task = Task { [socket] in
+            var messages = socket.messages.makeAsyncIterator()
+            while let message = await messages.next() {
+                await deliver(message)
+            }
+            ended()
+        }
+        receiving.withLock { $0 = task }
+    }
+
+    func send(_ message: WebSocketMessage) async throws {
+        try await socket.send(message)
+    }
+
+    func ping() async throws -> Duration {
+        guard let connection = current.connection.withLock({ $0 }) else {
+            throw WebSocketError.closed(code: .abnormalClosure, reason: "not connected")
+        }
+        return try await connection.ping()
+    }
+
+    func close(code: WebSocketCloseCode, reason: String) async {
+        if code == .goingAway, let task = receiving.withLock({ $0 }) {
+            // Cancelling the iteration closes with 1001 and ends the socket.
+            task.cancel()
+            await task.value
+        } else {
+            await socket.close()
+        }
+    }
+
+    var bytesWritten: Int { current.connection.withLock { $0?.bytesWritten ?? 0 } }
+
+    var isOpen: Bool { !socket.state.isTerminal }
+
+    var isCompressed: Bool {
+        current.connection.withLock { $0?.extensions?.contains("permessage-deflate") == true }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Glibc
+import WebSocketStreams
+
+/// Input: piped lines, the interactive line editor, and slash commands.
+extension Session {
+    /// Starts reading standard input, once: raw keys for the line editor, or lines.
+    func startInput() {
+        guard !inputStarted, phase == .open else { return }
+        inputStarted = true
+        let post = post
+        if isInteractive {
+            Terminal.enterRawMode()
+            StandardInput.readBytes(onBytes: { post.yield(.keys($0)) }, onEnd: { post.yield(.inputEnded) })
+            drawPrompt()
+        } else {
+            StandardInput.readLines(
+                credits: credits, onLine: { post.yield(.inputLine($0)) }, onEnd: { post.yield(.inputEnded) })
+        }
+    }
+
+    /// A piped line: sent as text, or binary with `--binary`.
+    func inputLine(_ bytes: [UInt8]) {
+        guard phase == .open, let outgoing else {
+            credits.giveBack()
+            return
+        }
+        let message: WebSocketMessage = options.sendsLinesAsBinary
+            ? .binary(Data(bytes)) : .text(String(decoding: bytes, as: UTF8.self))
+        outgoing.enqueue(.message(message, fromInput: true))
+    }
+
+    /// Input ended: wait `--eof-wait`, then close with 1000.
+    func inputFinished() {
+        guard !inputEnded else { return }
+        inputEnded = true
+        if isInteractive { console.setFooter(nil) }
+        guard phase == .open else { return }
+        if options.eofWait > .zero {
+            startTimer(after: options.eofWait, posting: .eofWaitElapsed)
+        } else {
+            beginClose(.normalClosure, viaQueue: true)
+        }
+    }
+
+    /// Keys typed at the prompt. Ctrl-C is handled like SIGINT (raw mode turns the key
+    /// into a byte instead of a signal).
+    func typed(_ bytes: [UInt8]) {
+        for key in keyDecoder.feed(bytes) {
+            if inputEnded || phase != .open {
+                // Only Ctrl-C still matters: a second one quits at once.
+                if key == .interrupt { post.yield(.interrupted) }
+                continue
+            }
+            switch editor.apply(key) {
+            case .unchanged:
+                break
+            case .edited:
+                drawPrompt()
+            case .submitted(let line):
+                console.commitFooter(as: dataPalette.prompt("> ") + MessageFormatter.visible(line))
+                submit(line)
+                if phase == .open { drawPrompt() }
+            case .endOfInput:
+                inputFinished()
+            case .interrupted:
+                post.yield(.interrupted)
+            }
+        }
+    }
+
+    /// A line submitted at the prompt: a message or a slash command.
+    private func submit(_ line: String) {
+        guard let outgoing, let link else { return }
+        switch SlashCommand.parse(line) {
+        case .send(let text):
+            let message: WebSocketMessage = options.sendsLinesAsBinary ? .binary(Data(text.utf8)) : .text(text)
+            outgoing.enqueue(.message(message, fromInput: false))
+        case .binary(let data):
+            outgoing.enqueue(.message(.binary(data), fromInput: false))
+        case .ping(let payload):
+            let post = post
+            Task {
+                do {
+                    post.yield(.pingFinished(.success(try await link.ping()), requestedPayload: payload))
+                } catch let error as WebSocketError {
+                    post.yield(.pingFinished(.failure(error), requestedPayload: payload))
+                } catch {}
+            }
+        case .close(let code, let reason):
+            beginClose(code, reason: reason, viaQueue: true)
+        case .help:
+            printStatus(SlashCommand.helpLines)
+        case .invalid(let message):
+            printStatus([message])
+        }
+    }
+
+    /// Prints a `/ping` result.
+    func pingFinished(_ result: Result<Duration, WebSocketError>, requestedPayload: String?) {
+        switch result {
+        case .success(let roundTrip):
+            var lines = ["pong: \(MessageFormatter.milliseconds(roundTrip))"]
+            if requestedPayload != nil { lines.append("(pings carry no payload yet: the text was not sent)") }
+            printStatus(lines)
+        case .failure(let error):
+            printError("ping failed: \(error)")
+        }
+    }
+
+    /// Draws the prompt with the text being edited.
+    func drawPrompt() {
+        let rendered = PromptLine.render(
+            prompt: dataPalette.prompt("> "), promptWidth: 2, characters: editor.characters, cursor: editor.cursor,
+            columns: Terminal.columns(of: STDOUT_FILENO))
+        console.setFooter(.init(descriptor: STDOUT_FILENO, rendered: rendered))
+    }
+}

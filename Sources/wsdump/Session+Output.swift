@@ -1,0 +1,59 @@
+import Foundation
+import WebSocketStreams
+
+/// Output: received and sent messages, control frames, status lines.
+extension Session {
+    /// The current Unix time, for `--jsonl`.
+    static var unixTime: Double { Date().timeIntervalSince1970 }
+
+    /// A received message; after `--count` of them, closes with 1000 (later ones are not shown).
+    func received(_ message: WebSocketMessage) {
+        if let count = options.count, receivedCount >= count { return }
+        receivedCount += 1
+        if options.jsonLines {
+            printData([JSONLineRecord.message(message, direction: .incoming, time: Self.unixTime).encoded()])
+        } else {
+            let elapsed = options.timings ? openedAt.map { ContinuousClock.now - $0 } : nil
+            printData(formatter.lines(for: message, direction: .received, elapsed: elapsed).map(dataPalette.received))
+        }
+        if let count = options.count, receivedCount >= count { beginClose(.normalClosure, viaQueue: false) }
+    }
+
+    /// A message is being sent: `--jsonl` records it; `-v` echoes it (`> text`), on
+    /// standard output for a terminal and on standard error otherwise (a pipe gets only
+    /// received data).
+    func sending(_ message: WebSocketMessage) {
+        if options.jsonLines {
+            printData([JSONLineRecord.message(message, direction: .outgoing, time: Self.unixTime).encoded()])
+            return
+        }
+        guard options.verbosity >= 1, !isInteractive else { return }
+        let lines = formatter.lines(for: message, direction: .sent)
+        if formatter.decorated {
+            printData(lines.map(dataPalette.sent))
+        } else {
+            printStatus(lines)
+        }
+    }
+
+    /// A control frame: a JSON line with `--jsonl`, a status line with `-vv`.
+    func controlFrame(_ frame: ControlFrameEvent) {
+        if options.jsonLines { printData([JSONLineRecord.controlFrame(frame, time: Self.unixTime).encoded()]) }
+        if options.verbosity >= 2 { printStatus([MessageFormatter.controlFrameLine(frame)]) }
+    }
+
+    /// Lines of data on standard output.
+    func printData(_ lines: [String]) {
+        console.printData(lines)
+    }
+
+    /// Status lines on standard error, dim on a terminal.
+    func printStatus(_ lines: [String]) {
+        console.printStatus(lines.map(statusPalette.status))
+    }
+
+    /// `error: ...` on standard error, red on a terminal.
+    func printError(_ description: String) {
+        console.printStatus([statusPalette.error("error: \(description)")])
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import Glibc
+import WebSocketStreams
+
+/// One wsdump run: connects, sends what is typed or piped in, prints what arrives, closes,
+/// and decides the exit status.
+///
+/// Everything that happens (a message, a line of input, a signal, a timer) is posted as a
+/// ``SessionEvent`` to one stream, and ``run()`` handles the events one at a time, so the
+/// session's state is only ever touched by that loop. The loop never waits for the
+/// network: connecting, receiving, sending (``OutgoingQueue``) and closing run in tasks of
+/// their own and report back with events.
+///
+/// The session ends when the connection has ended (after a close handshake, an error, or
+/// `--reconnect`'s terminal state), when connecting fails, or on a second Ctrl-C.
+final class Session {
+    /// Where the session is.
+    enum Phase {
+        /// Waiting for the opening handshake.
+        case connecting
+        /// Open: input is sent.
+        case open
+        /// A close has been asked for; waiting for the connection to end.
+        case closing
+    }
+
+    let options: SessionOptions
+    let redactor: Redactor
+    let console: Console
+    let events: AsyncStream<SessionEvent>
+    let post: AsyncStream<SessionEvent>.Continuation
+    /// Colors for standard output (messages, prompt).
+    let dataPalette: Palette
+    /// Colors for standard error (status lines, errors).
+    let statusPalette: Palette
+    let formatter: MessageFormatter
+    /// Whether the line editor runs: standard input and output are terminals, no `--raw`
+    /// or `--jsonl`.
+    let isInteractive: Bool
+    let credits = StandardInput.Credits()
+
+    var phase = Phase.connecting
+    var link: (any SessionLink)?
+    var directConnection: WebSocket?
+    var outgoing: OutgoingQueue?
+    var connectTask: Task<Void, Never>?
+    var openedAt: ContinuousClock.Instant?
+    /// A close asked for while still connecting, done once the connection opens.
+    var pendingClose: WebSocketCloseCode?
+    /// The code of the close wsdump started, once it has.
+    var requestedCloseCode: WebSocketCloseCode?
+    var receivedCount = 0
+    var timedOut = false
+    var interrupts = 0
+    var inputStarted = false
+    var inputEnded = false
+    var receiveEnded = false
+    /// `--reconnect`: the socket's terminal state, once reached.
+    var finalState: ReconnectingWebSocket.State?
+    var editor = LineEditor()
+    var keyDecoder = KeyDecoder()
+    var signalWatcher: SignalWatcher?
+
+    init(options: SessionOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.options = options
+        redactor = Redactor(showsSecrets: options.showsSecrets)
+        (events, post) = AsyncStream<SessionEvent>.makeStream()
+        let post = post
+        console = Console(onOutputClosed: { post.yield(.outputClosed) })
+        let plain = options.raw || options.jsonLines
+        dataPalette = Palette(isEnabled: !plain && Palette.colorsWanted(isTerminal: console.outputIsTerminal, environment: environment))
+        statusPalette = Palette(isEnabled: !plain && Palette.colorsWanted(isTerminal: console.errorIsTerminal, environment: environment))
+        formatter = MessageFormatter(
+            decorated: console.outputIsTerminal && !plain, showsType: options.verbosity >= 1 && !options.raw,
+            hexDump: options.hexDump, prettyJSON: options.prettyJSON)
+        isInteractive = Terminal.isTerminal(STDIN_FILENO) && console.outputIsTerminal && !plain
+    }
+
+    /// Runs the session to its end and returns the exit status.
+    func run() async -> ExitStatus {
+        let post = post
+        signalWatcher = SignalWatcher { _ in post.yield(.interrupted) }
+        if options.verbosity >= 2, let url = try? WebSocketURL(parsing: options.url) {
+            printStatus(HandshakeDescription.request(url: url, configuration: options.configuration, redactor: redactor))
+        }
+        if let timeout = options.timeout { startTimer(after: timeout, posting: .timeoutElapsed) }
+        startConnecting()
+        var status = ExitStatus.connectionFailed
+        for await event in events {
+            if let end = handle(event) {
+                status = end
+                break
+            }
+        }
+        console.setFooter(nil)
+        Terminal.restore()
+        await console.flush()
+        return status
+    }
+
+    /// Handles one event; returns the exit status once the session is over.
+    private func handle(_ event: SessionEvent) -> ExitStatus? {
+        switch event {
+        case .opened(let connection): opened(connection)
+        case .reconnected(let connection): reconnected(connection)
+        case .connectFailed(let error): return connectFailed(error)
+        case .connectCancelled:
+            if timedOut { return .timedOut }
+            printStatus(["interrupted while connecting"])
+            return .normalClose
+        case .received(let message): received(message)
+        case .receiveEnded:
+            receiveEnded = true
+            return endIfFinished()
+        case .state(let state): return stateChanged(state)
+        case .controlFrame(let frame): controlFrame(frame)
+        case .inputLine(let bytes): inputLine(bytes)
+        case .keys(let bytes): typed(bytes)
+        case .inputEnded: inputFinished()
+        case .eofWaitElapsed: beginClose(.normalClosure, viaQueue: true)
+        case .timeoutElapsed: timeoutElapsed()
+        case .interrupted: return interrupted()
+        case .outputClosed: beginClose(.goingAway, viaQueue: false)
+        case .sending(let message): sending(message)
+        case .sendFailed(let description): if phase == .open { printError(description) }
+        case .uploadFinished: startInput()
+        case .pingFinished(let result, let payload): pingFinished(result, requestedPayload: payload)
+        }
+        return nil
+    }
+
+    // MARK: - Connecting
+
+    private func startConnecting() {
+        let post = post
+        var configuration = options.configuration
+        if options.verbosity >= 2 || options.jsonLines {
+            configuration.controlFrameObserver = { frame in post.yield(.controlFrame(frame)) }
+        }
+        if options.reconnect {
+            let reconnecting = ReconnectingLink(url: options.url, configuration: configuration) { connection in
+                post.yield(.reconnected(connection))
+            }
+            Task { [socket = reconnecting.socket] in
+                for await state in socket.states { post.yield(.state(state)) }
+            }
+            linkOpened(reconnecting)
+        } else {
+            connectTask = Task { [url = options.url] in
+                do {
+                    post.yield(.opened(try await WebSocket.connect(to: url, configuration: configuration)))
+                } catch let error as WebSocketError {
+                    post.yield(.connectFailed(error))
+                } catch {
+                    post.yield(.connectCancelled)
+                }
+            }
+        }
+    }
+
+    private func opened(_ connection: WebSocket) {
+        directConnection = connection
+        openedAt = .now
+        var details: [String] = []
+        if let subprotocol = connection.subprotocol { details.append("subprotocol: \(subprotocol)") }
+        if let extensions = connection.extensions { details.append("extensions: \(extensions)") }
+        let url = redactor.url(connection.url)
+        printStatus(["connected to \(url)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")])
+        if options.verbosity >= 2 {
+            printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
+        }
+        if options.jsonLines {
+            var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
+            record.url = url
+            printData([record.encoded()])
+        }
+        linkOpened(DirectLink(connection: connection))
+    }
+
+    private func reconnected(_ connection: WebSocket) {
+        openedAt = openedAt ?? .now
+        if options.verbosity >= 2 {
+            printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
+        }
+        if options.jsonLines {
+            var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
+            record.url = redactor.url(connection.url)
+            printData([record.encoded()])
+        }
+    }
+
+    /// Starts receiving and sending over `link`, then reading input.
+    private func linkOpened(_ link: any SessionLink) {
+        self.link = link
+        phase = .open
+        let post = post
+        let console = console
+        link.startReceiving(
+            deliver: { message in
+                post.yield(.received(message))
+                await console.waitForRoom()
+            },
+            ended: { post.yield(.receiveEnded) })
+        let showsProgress = console.errorIsTerminal && !options.jsonLines && !options.reconnect
+        let queue = OutgoingQueue(
+            link: link, credits: credits, upload: FileUpload(console: showsProgress ? console : nil),
+            post: { post.yield($0) })
+        outgoing = queue
+        if let text = options.initialText { queue.enqueue(.message(.text(text), fromInput: false)) }
+        if isInteractive { printStatus(["type /help for commands; Ctrl-D closes, Ctrl-C quits"]) }
+        if let file = options.file {
+            queue.enqueue(.file(path: file))
+        } else {
+            startInput()
+        }
+        if let pendingClose { beginClose(pendingClose, viaQueue: false) }
+    }
+
+    private func connectFailed(_ error: WebSocketError) -> ExitStatus {
+        if options.jsonLines { printData([JSONLineRecord.failure(error.description, time: Self.unixTime).encoded()]) }
+        printError(error.description)
+        return ExitStatus.forFailure(error)
+    }
+
+    /// Posts `event` after `delay`.
+    func startTimer(after delay: Duration, posting event: SessionEvent) {
+        let post = post
+        Task {
+            try? await Task.sleep(for: delay)
+            post.yield(event)
+        }
+    }
+}

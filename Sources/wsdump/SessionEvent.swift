@@ -1,0 +1,47 @@
+import WebSocketStreams
+
+/// Everything that can happen during a session, delivered to its one loop in order.
+///
+/// Tasks and threads (the connection, standard input, signals, timers, the sender) only
+/// post events; the ``Session`` loop alone decides and prints, so its state needs no lock.
+enum SessionEvent: Sendable {
+    /// The connection opened (direct mode).
+    case opened(WebSocket)
+    /// A (re)connection opened (`--reconnect`).
+    case reconnected(WebSocket)
+    /// Connecting failed (direct mode).
+    case connectFailed(WebSocketError)
+    /// Connecting was cancelled (timeout or Ctrl-C while connecting).
+    case connectCancelled
+    /// A data message arrived.
+    case received(WebSocketMessage)
+    /// No more messages will arrive: the connection (or reconnecting socket) has ended.
+    case receiveEnded
+    /// The reconnecting socket's state changed.
+    case state(ReconnectingWebSocket.State)
+    /// A control frame went out or came in.
+    case controlFrame(ControlFrameEvent)
+    /// A line of piped input.
+    case inputLine([UInt8])
+    /// Bytes typed at the terminal (raw mode).
+    case keys([UInt8])
+    /// Standard input ended.
+    case inputEnded
+    /// `--eof-wait` has passed since input ended.
+    case eofWaitElapsed
+    /// `--timeout` has passed.
+    case timeoutElapsed
+    /// SIGINT, SIGTERM or SIGHUP.
+    case interrupted
+    /// Standard output's reader went away.
+    case outputClosed
+    /// A message is about to be handed to the connection (posted first, so it is shown
+    /// before any reply to it).
+    case sending(WebSocketMessage)
+    /// A message could not be sent.
+    case sendFailed(String)
+    /// The `--file` upload has been handed to the connection (or failed).
+    case uploadFinished
+    /// A `/ping` finished.
+    case pingFinished(Result<Duration, WebSocketError>, requestedPayload: String?)
+}

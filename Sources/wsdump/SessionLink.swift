@@ -1,0 +1,22 @@
+import WebSocketStreams
+
+/// What a session talks through: one ``WebSocket`` (``DirectLink``) or a
+/// ``ReconnectingWebSocket`` (``ReconnectingLink``, `--reconnect`).
+protocol SessionLink: Sendable {
+    /// Starts the task that reads messages: `deliver` for each (it may wait for the output
+    /// to catch up), then `ended` once no more will come.
+    func startReceiving(
+        deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void)
+    /// Sends a message, in order with the others.
+    func send(_ message: WebSocketMessage) async throws
+    /// Pings and returns the round-trip time.
+    func ping() async throws -> Duration
+    /// Closes with `code` and waits for the end.
+    func close(code: WebSocketCloseCode, reason: String) async
+    /// Payload bytes written so far (for the upload progress bar); 0 when unknown.
+    var bytesWritten: Int { get }
+    /// Whether messages can still be sent.
+    var isOpen: Bool { get }
+    /// Whether the open connection negotiated permessage-deflate.
+    var isCompressed: Bool { get }
+}

@@ -1,0 +1,37 @@
+import WebSocketStreams
+
+/// Everything the command line decided, resolved for the ``Session``.
+struct SessionOptions: Sendable {
+    /// The `ws://` or `wss://` URL.
+    var url: String
+    /// Headers, subprotocols, origin, TLS, proxy, compression and keep-alive.
+    var configuration: WebSocketConfiguration
+    /// `-v` count: 1 shows message types and sent messages, 2 also the handshake and control frames.
+    var verbosity = 0
+    /// `-r`: received messages without prefix, type or color; no line editor.
+    var raw = false
+    /// `--timings`: seconds since connecting before each received message.
+    var timings = false
+    /// `--eof-wait`: how long to keep printing after standard input ends, before closing.
+    var eofWait: Duration = .zero
+    /// `-t`: sent once right after connecting.
+    var initialText: String?
+    /// `--file`: sent as one binary message after ``initialText``.
+    var file: String?
+    /// `--binary`: input lines are sent as binary messages.
+    var sendsLinesAsBinary = false
+    /// `--hex`: binary messages as a full hex dump.
+    var hexDump = false
+    /// `--json`: JSON text messages pretty-printed.
+    var prettyJSON = false
+    /// `--jsonl`: one JSON object per event on standard output.
+    var jsonLines = false
+    /// `--count`: close with 1000 after this many received messages.
+    var count: Int?
+    /// `--timeout`: the whole session's limit.
+    var timeout: Duration?
+    /// `--reconnect`: use a ``ReconnectingWebSocket``.
+    var reconnect = false
+    /// `--show-secrets`: no redaction in `-v` output.
+    var showsSecrets = false
+}
