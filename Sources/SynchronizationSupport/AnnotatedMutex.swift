@@ -12,13 +12,21 @@ import Glibc
 /// ThreadSanitizer runtime is in the process, every critical section here is also announced
 /// to it (`__tsan_acquire` / `__tsan_release` on an address owned by this lock). Otherwise
 /// the cost is one load of a cached pointer per critical section.
-package struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
-    private let mutex: Mutex<Value>
+///
+/// `withLock` is inlinable so each call site is specialized for its value type: the lock
+/// sits on every message's path, where an unspecialized generic call (with its runtime
+/// metadata lookups) would cost more than the lock. The type is `public` for that reason
+/// only: Swift 6.3 does not inline `@inlinable` members of `package` types across modules.
+/// This module is support code of this package, not API.
+public struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
+    @usableFromInline
+    let mutex: Mutex<Value>
     /// The address ThreadSanitizer knows this lock by; 0 when ThreadSanitizer is not loaded.
-    private let syncAddress: UInt
+    @usableFromInline
+    let syncAddress: UInt
 
     /// A lock protecting `initialValue`.
-    package init(_ initialValue: consuming sending Value) {
+    public init(_ initialValue: consuming sending Value) {
         mutex = Mutex(initialValue)
         syncAddress = ThreadSanitizerAnnotations.isActive ? UInt(bitPattern: malloc(1)) : 0
     }
@@ -28,13 +36,14 @@ package struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
     }
 
     /// Runs `body` with exclusive access to the value.
-    package borrowing func withLock<Result: ~Copyable, E: Error>(
+    @inlinable
+    public borrowing func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         let address = syncAddress
         return try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
-            ThreadSanitizerAnnotations.acquire(address)
-            defer { ThreadSanitizerAnnotations.release(address) }
+            if address != 0 { ThreadSanitizerAnnotations.acquire(address) }
+            defer { if address != 0 { ThreadSanitizerAnnotations.release(address) } }
             return try body(&value)
         }
     }
@@ -43,16 +52,18 @@ package struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
 extension AnnotatedMutex: Sendable where Value: ~Copyable {}
 
 /// Calls ThreadSanitizer's `__tsan_acquire` / `__tsan_release` when its runtime is loaded.
-package enum ThreadSanitizerAnnotations {
+public enum ThreadSanitizerAnnotations {
     private typealias Annotation = @convention(c) (UnsafeMutableRawPointer?) -> Void
 
     private static let acquireFunction = address(of: "__tsan_acquire")
     private static let releaseFunction = address(of: "__tsan_release")
 
     /// Whether the process runs under ThreadSanitizer.
-    package static var isActive: Bool { acquireFunction != 0 }
+    public static var isActive: Bool { acquireFunction != 0 }
 
+    @usableFromInline
     static func acquire(_ lock: UInt) { call(acquireFunction, lock) }
+    @usableFromInline
     static func release(_ lock: UInt) { call(releaseFunction, lock) }
 
     private static func call(_ function: UInt, _ lock: UInt) {
