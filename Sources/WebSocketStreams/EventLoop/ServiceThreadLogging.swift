@@ -19,7 +19,8 @@ package enum ServiceThreadLogging {
     }()
 
     /// The lws levels currently enabled; only grows. Errors and warnings are always on
-    /// (rare and useful); notices, info and debug when a logger asks for them.
+    /// (rare and useful); the rest only for a logger at `.debug` or `.trace`: lws 4.1
+    /// logs notices on every write, and each enabled line costs a formatted string.
     private static let enabledLevels = AnnotatedMutex<Int32>(0)
 
     private static let emit: @convention(c) (Int32, UnsafePointer<CChar>?) -> Void = { level, line in
@@ -44,8 +45,7 @@ package enum ServiceThreadLogging {
     /// Makes lws emit the levels a logger at `logLevel` would print.
     static func enable(for logLevel: Logger.Level) {
         var wanted = LLL_ERR | LLL_WARN
-        if logLevel <= .notice { wanted |= LLL_NOTICE }
-        if logLevel <= .debug { wanted |= LLL_INFO }
+        if logLevel <= .debug { wanted |= LLL_NOTICE | LLL_INFO }
         if logLevel <= .trace { wanted |= LLL_DEBUG | LLL_CLIENT }
         enabledLevels.withLock { levels in
             guard levels | wanted != levels else { return }
@@ -60,8 +60,7 @@ package enum ServiceThreadLogging {
         switch level {
         case LLL_ERR: .error
         case LLL_WARN: .warning
-        case LLL_NOTICE: .notice
-        case LLL_INFO: .debug
+        case LLL_NOTICE, LLL_INFO: .debug
         default: .trace
         }
     }
