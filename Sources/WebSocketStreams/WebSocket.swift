@@ -1,3 +1,4 @@
+import DequeModule
 import Synchronization
 import SynchronizationSupport
 
@@ -52,7 +53,7 @@ public final class WebSocket: Sendable {
     /// same messages; a stream that is never iterated has no effect.
     public var messages: AsyncStream<WebSocketMessage> {
         let iteration = MessageIteration(connection: connection)
-        return AsyncStream(unfolding: { await iteration.next() }, onCancel: { iteration.cancelled() })
+        return AsyncStream(unfolding: { await iteration.next() })
     }
 
     /// Sends a message.
@@ -66,6 +67,10 @@ public final class WebSocket: Sendable {
     /// - Throws: ``WebSocketError/closed(code:reason:)`` (or the error that ended the
     ///   connection) once it is closing or closed; `CancellationError` if the task is
     ///   cancelled while waiting for room (the message was then not queued).
+    ///
+    /// It runs on the caller's executor (`nonisolated(nonsending)`): queuing a message
+    /// never hops threads.
+    nonisolated(nonsending)
     public func send(_ message: WebSocketMessage) async throws {
         try await connection.send(message)
     }
@@ -157,22 +162,32 @@ public final class WebSocket: Sendable {
 
 /// One iteration of ``WebSocket/messages``: its end (the iterator released, or its task
 /// cancelled) ends the connection.
-final class MessageIteration: Sendable {
+///
+/// It keeps a small buffer of messages taken from the connection in one batch, so a fast
+/// stream takes the connection's lock once per batch rather than once per message.
+// @unchecked: `buffer` and `cancellationNoted` are only touched by `next()`, which
+// AsyncStream calls from the one task iterating, one call at a time; `started` is atomic.
+final class MessageIteration: @unchecked Sendable {
     private let connection: ClientConnection
     private let started = Atomic<Bool>(false)
+    private var buffer = Deque<WebSocketMessage>()
+    private var cancellationNoted = false
 
     init(connection: ClientConnection) {
         self.connection = connection
         connection.streamCreated()
     }
 
+    nonisolated(nonsending)
     func next() async -> WebSocketMessage? {
         if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
-        return await connection.next()
-    }
-
-    func cancelled() {
-        connection.consumerCancelled()
+        if !cancellationNoted, Task.isCancelled {
+            // Cancelled between calls: end the connection; what is buffered is still delivered.
+            cancellationNoted = true
+            connection.consumerCancelled()
+        }
+        if let message = buffer.popFirst() { return message }
+        return await connection.next(batchInto: &buffer)
     }
 
     deinit {

@@ -62,7 +62,9 @@ public struct WebSocketConfiguration: Sendable {
 
     /// Unread messages buffered before the connection stops reading from the socket
     /// (the peer is then held back by TCP flow control). Reading resumes once the
-    /// consumer has drained the buffer to a quarter of both limits.
+    /// consumer has drained the buffer to a quarter of both limits. The iterating task
+    /// takes messages in batches of up to a quarter of the limits, so at most about
+    /// 1.25 times them are held at once.
     public var maxBufferedMessages = 64
 
     /// Unread bytes buffered before the connection stops reading from the socket.

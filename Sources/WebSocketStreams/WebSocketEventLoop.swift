@@ -67,6 +67,36 @@ public final class WebSocketEventLoop: Sendable {
     }
 }
 
+/// A loop is also a `TaskExecutor`: a task that prefers it runs on the loop's service
+/// thread, between its I/O passes. Reading a message and sending the answer then need no
+/// thread hop at all (a task on the global executor costs two per round trip: the loop
+/// resumes it on a pool thread, its `send` wakes the loop), which roughly halves
+/// request/response latency.
+///
+/// ```swift
+/// try await withTaskExecutorPreference(WebSocketEventLoop.shared) {
+///     let connection = try await WebSocket.connect(to: "ws://127.0.0.1:9001/echo")
+///     for await message in connection.messages {
+///         try await connection.send(message)   // written before the loop polls again
+///     }
+/// }
+/// ```
+///
+/// Code running there runs *on* the loop: it must not block (no blocking I/O, no long
+/// computation, no semaphores), or every connection of the loop waits. Hand heavy work
+/// to another task. Once the loop has shut down, its jobs run on the global executor.
+extension WebSocketEventLoop: TaskExecutor {
+    /// Queues `job` to run on the loop's service thread.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        serviceThread.enqueue(job)
+    }
+
+    /// The loop's identity as a task executor (its service thread's).
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        serviceThread.asUnownedTaskExecutor()
+    }
+}
+
 extension WebSocketEventLoop {
     /// How many connections the loop still owns (not yet destroyed by libwebsockets);
     /// for leak checks in tests.
@@ -97,5 +127,10 @@ package final class LoopClosure: ServiceThreadWork {
 
 extension Logger {
     /// A logger that drops everything: the default for connections and loops.
-    static let silent = Logger(label: "WebSocketStreams.silent", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Its level is `.critical`, so nothing (lws's own lines included) is even formatted.
+    static let silent: Logger = {
+        var logger = Logger(label: "WebSocketStreams.silent", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger.logLevel = .critical
+        return logger
+    }()
 }

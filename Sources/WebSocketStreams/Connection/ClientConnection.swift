@@ -1,3 +1,4 @@
+import DequeModule
 import Logging
 import Synchronization
 import SynchronizationSupport
@@ -53,9 +54,16 @@ final class ClientConnection: ServiceThreadWork {
         transport.service(self, requests: requests, loop: eventLoop.clientLoop)
     }
 
-    /// Asks the service thread to look at this connection.
+    /// Asks the service thread to look at this connection: at once when the caller is a
+    /// task running on that thread (between lws passes, so lws may be called), else by
+    /// posting to it.
     func wake() {
-        eventLoop.serviceThread.post(self)
+        let thread = eventLoop.serviceThread
+        if thread.isRunningJobsHere {
+            runOnServiceThread()
+        } else {
+            thread.post(self)
+        }
     }
 
     // MARK: - Connecting
@@ -85,6 +93,7 @@ final class ClientConnection: ServiceThreadWork {
 
     // MARK: - Sending
 
+    nonisolated(nonsending)
     func send(_ message: WebSocketMessage) async throws {
         switch machine.withLock({ $0.send(message) }) {
         case .accepted(let wake):
@@ -190,9 +199,16 @@ final class ClientConnection: ServiceThreadWork {
 
     // MARK: - Consuming
 
-    /// The next received message, or `nil` once the connection has ended and the buffer is empty.
-    func next() async -> WebSocketMessage? {
-        switch machine.withLock({ $0.next() }) {
+    /// The next received message, or `nil` once the connection has ended and the buffer
+    /// is empty. Messages queued behind it move into `batch` (the consumer's own buffer,
+    /// which it empties before calling again), so a fast stream costs one lock per batch.
+    ///
+    /// Cancellation of the calling task while it waits ends the stream (and the
+    /// connection, with 1001); the handler is only installed when it has to wait, so a
+    /// message already buffered costs no status-record bookkeeping.
+    nonisolated(nonsending)
+    func next(batchInto batch: inout Deque<WebSocketMessage>, batching: Bool = true) async -> WebSocketMessage? {
+        switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
             return message
@@ -201,12 +217,23 @@ final class ClientConnection: ServiceThreadWork {
         case .wait:
             break
         }
-        return await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
-            if let (consumer, message, wake) = machine.withLock({ $0.park(consumer: continuation) }) {
-                if wake { self.wake() }
-                consumer.resume(returning: message)
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+                if let (consumer, message, wake) = machine.withLock({ $0.park(consumer: continuation) }) {
+                    if wake { self.wake() }
+                    consumer.resume(returning: message)
+                }
             }
+        } onCancel: {
+            consumerCancelled()
         }
+    }
+
+    /// The next received message, one at a time (for consumers without their own buffer).
+    nonisolated(nonsending)
+    func next() async -> WebSocketMessage? {
+        var unused = Deque<WebSocketMessage>()
+        return await next(batchInto: &unused, batching: false)
     }
 
     func streamCreated() {

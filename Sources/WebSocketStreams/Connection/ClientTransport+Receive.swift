@@ -9,7 +9,7 @@ extension ClientTransport {
     /// A message that fits in one chunk (the common case) is built straight from lws's
     /// buffer: one copy, no intermediate buffer. Longer messages are assembled; text is
     /// validated chunk by chunk so invalid UTF-8 fails the connection at once (1007).
-    func receive(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
+    func receive(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int, loop: ClientLoop) -> Int32 {
         guard !failing, let wsi else { return failing ? -1 : 0 }
         let chunk = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
         if pingInFlight != nil { receivedWhilePinging = .now }
@@ -21,12 +21,12 @@ extension ClientTransport {
             if isFinal {
                 guard length <= limit else { return fail(connection, tooLarge: limit) }
                 if isBinary {
-                    return deliver(connection, .binary(Data(chunk)))
+                    return deliver(connection, loop, .binary(Data(chunk)))
                 }
                 guard let text = String(validating: chunk.bindMemory(to: UInt8.self), as: UTF8.self) else {
                     return failInvalidUTF8(connection)
                 }
-                return deliver(connection, .text(text))
+                return deliver(connection, loop, .text(text))
             }
             let expected = min(limit, length + Int(lws_remaining_packet_payload(wsi)))
             if isBinary {
@@ -47,7 +47,7 @@ extension ClientTransport {
         case .binary(var data):
             partial = nil  // keep the buffer uniquely referenced while appending
             data.append(contentsOf: chunk)
-            if isFinal { return deliver(connection, .binary(data)) }
+            if isFinal { return deliver(connection, loop, .binary(data)) }
             partial = .binary(data)
         case .text(var bytes, var validator):
             partial = nil
@@ -55,7 +55,7 @@ extension ClientTransport {
             bytes.append(contentsOf: chunk)
             if isFinal {
                 guard validator.isComplete else { return failInvalidUTF8(connection) }
-                return deliver(connection, .text(String(decoding: bytes, as: UTF8.self)))
+                return deliver(connection, loop, .text(String(decoding: bytes, as: UTF8.self)))
             }
             partial = .text(bytes, validator)
         case nil:
@@ -64,11 +64,14 @@ extension ClientTransport {
         return 0
     }
 
-    private func deliver(_ connection: ClientConnection, _ message: WebSocketMessage) -> Int32 {
+    /// Hands a complete message to the state machine. A waiting consumer is resumed after
+    /// this lws pass (``ClientLoop/deliverAfterTurn(_:_:)``), so the rest of the pass's
+    /// messages are already queued when it runs: one wake-up per pass, not per message.
+    private func deliver(_ connection: ClientConnection, _ loop: ClientLoop, _ message: WebSocketMessage) -> Int32 {
         partial = nil
         switch connection.machine.withLock({ $0.receive(message) }) {
         case .deliver(let consumer, let message):
-            consumer.resume(returning: message)
+            loop.deliverAfterTurn(consumer, message)
         case .pauseReading:
             if let wsi, !readingPaused {
                 readingPaused = true

@@ -19,7 +19,11 @@ extension ClientTransport {
     /// callback only once both are drained, so the first write is always safe; another
     /// write follows only while nothing is buffered and no large compressed message may be
     /// draining. The close frame is only sent at the start of a pass for the same reason.
-    func writeable(_ connection: ClientConnection, loop: ClientLoop) -> Int32 {
+    ///
+    /// With `direct`, it runs outside any callback (see ``writeDirectly(_:loop:)``): it
+    /// then never sends the close frame (only a callback's -1 makes lws close), asking for
+    /// the callback instead.
+    func writeable(_ connection: ClientConnection, loop: ClientLoop, direct: Bool = false) -> Int32 {
         guard let wsi, !failing else { return failing ? -1 : 0 }
         var payloadWritten = 0
         defer { if payloadWritten > 0 { connection.bytesWritten.add(payloadWritten, ordering: .relaxed) } }
@@ -37,7 +41,13 @@ extension ClientTransport {
             if wrote, mustYield || lws_partial_buffered(wsi) != 0 { break }
             if inProgress == nil {
                 if writing.isEmpty {
+                    // The batch's arrays are reused from pass to pass: no allocation per write.
                     var batch = ConnectionStateMachine.WriteBatch()
+                    swap(&batch, &spareBatch)
+                    defer {
+                        batch.removeAll()
+                        swap(&batch, &spareBatch)
+                    }
                     let mayPing = pingInFlight == nil
                     moreQueued = connection.machine.withLock { machine in
                         machine.takeWrites(budget: budget, into: &batch, mayPing: mayPing, now: .now)
@@ -63,14 +73,46 @@ extension ClientTransport {
             if compressionActive, !deflateBufferRaised { mustYield = true }
         }
         if !wrote, inProgress == nil, writing.isEmpty, !moreQueued, let close = closeToSend {
+            if direct {
+                requestWritable(wsi)
+                return 0
+            }
             closeToSend = nil
             sendClose(wsi, code: close.code, reason: close.reason)
             return -1
         }
         if inProgress != nil || !writing.isEmpty || moreQueued || closeToSend != nil {
-            lws_callback_on_writable(wsi)
+            requestWritable(wsi)
         }
         return 0
+    }
+
+    /// Asks lws for a `WRITEABLE` callback (once; later requests ride the same one).
+    func requestWritable(_ wsi: OpaquePointer) {
+        guard !writableRequested else { return }
+        writableRequested = true
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Whether queued messages may be written right now, from posted work, instead of on
+    /// the next poll pass: lws holds nothing unsent, no callback is pending (so nothing
+    /// else waits its turn), no keep-alive ping or close is due, and permessage-deflate
+    /// (if active) cannot be draining.
+    func mayWriteDirectly(_ wsi: OpaquePointer) -> Bool {
+        !writableRequested && !failing && !keepaliveDue && closeToSend == nil
+            && (!compressionActive || deflateBufferRaised)
+            && lws_partial_buffered(wsi) == 0
+    }
+
+    /// Writes what is queued without waiting for a poll pass: saves a poll round trip per
+    /// send when the socket has room (it almost always has). A failed write marks the
+    /// connection failing and asks for the callback, whose -1 then makes lws close it.
+    func writeDirectly(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let wsi else { return }
+        if writeable(connection, loop: loop, direct: true) < 0 {
+            failing = true
+            requestWritable(wsi)
+        }
     }
 
 

@@ -56,9 +56,14 @@ final class ClientTransport: @unchecked Sendable {
     var failing = false
 
     var writing = Deque<WebSocketMessage>()
+    /// Storage for the next batch taken from the state machine (see `writeable`).
+    var spareBatch = ConnectionStateMachine.WriteBatch()
     var inProgress: OutgoingMessage?
     var closeToSend: (code: WebSocketCloseCode, reason: String)?
     var closeTimerArmed = false
+    /// A `WRITEABLE` callback was asked for and has not come yet: the socket is choked or
+    /// more is queued, and writes wait for that callback.
+    var writableRequested = false
 
     /// Whether permessage-deflate was negotiated (lws may then need several writable
     /// passes to drain one compressed message).
@@ -101,16 +106,16 @@ final class ClientTransport: @unchecked Sendable {
     // MARK: - Callbacks
 
     func handle(
-        wsi: OpaquePointer, reason: lws_callback_reasons,
+        _ connection: ClientConnection, wsi: OpaquePointer, reason: lws_callback_reasons,
         user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int,
         loop: ClientLoop
     ) -> Int32 {
-        guard let connection = connection(of: wsi) else { return 0 }
         self.wsi = wsi
         switch reason {
         case LWS_CALLBACK_CLIENT_RECEIVE:
-            return receive(connection, input: input, length: length)
+            return receive(connection, input: input, length: length, loop: loop)
         case LWS_CALLBACK_CLIENT_WRITEABLE:
+            writableRequested = false
             return writeable(connection, loop: loop)
         case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
             return pong(connection, input: input, length: length)
@@ -155,11 +160,6 @@ final class ClientTransport: @unchecked Sendable {
             break
         }
         return 0
-    }
-
-    private func connection(of wsi: OpaquePointer) -> ClientConnection? {
-        guard let opaque = lws_get_opaque_user_data(wsi) else { return nil }
-        return Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue()
     }
 
     // MARK: - Connecting
@@ -360,7 +360,11 @@ final class ClientTransport: @unchecked Sendable {
                 closeTimerArmed = true
                 lws_set_timer_usecs(wsi, Self.closeTimeout.microseconds)
             }
-            lws_callback_on_writable(wsi)
+            if mayWriteDirectly(wsi) {
+                writeDirectly(connection, loop: loop)
+            } else {
+                requestWritable(wsi)
+            }
         }
     }
 
@@ -398,7 +402,7 @@ final class ClientTransport: @unchecked Sendable {
         if readingPaused { return 0 }
         // The keep-alive interval passed; the ping's own deadline is armed when it is written.
         keepaliveDue = true
-        lws_callback_on_writable(wsi)
+        requestWritable(wsi)
         return 0
     }
 
@@ -445,7 +449,7 @@ final class ClientTransport: @unchecked Sendable {
             (inFlight.tag == .user ? machine.pong(id: inFlight.id, at: now) : nil, machine.hasUnsentPing)
         }
         if let (waiter, roundTrip) = resolved { waiter.resume(returning: roundTrip) }
-        if morePings { lws_callback_on_writable(wsi) }
+        if morePings { requestWritable(wsi) }
         return 0
     }
 

@@ -1,3 +1,4 @@
+import DequeModule
 /// The state of one client connection, shared by the user's tasks and the service thread.
 ///
 /// A pure value: every method takes an event, updates the state and returns what must
@@ -196,14 +197,24 @@ struct ConnectionStateMachine {
         var pings: [UInt64] = []
         var close: (code: WebSocketCloseCode, reason: String)?
         var admitted: [OutboundQueue.Sender] = []
+
+        /// Empties the batch, keeping its storage for the next one.
+        mutating func removeAll() {
+            messages.removeAll(keepingCapacity: true)
+            pings.removeAll(keepingCapacity: true)
+            admitted.removeAll(keepingCapacity: true)
+            close = nil
+        }
     }
 
     /// Takes what to write next: the next ping (only when `mayPing`: one ping is in flight
     /// at a time), then messages up to `budget` bytes, then the close frame once no message
     /// is left.
-    mutating func takeWrites(budget: Int, into batch: inout WriteBatch, mayPing: Bool, now: ContinuousClock.Instant) {
+    mutating func takeWrites(
+        budget: Int, into batch: inout WriteBatch, mayPing: Bool, now: @autoclosure () -> ContinuousClock.Instant
+    ) {
         if mayPing, let index = pings.firstIndex(where: { $0.writtenAt == nil }) {
-            pings[index].writtenAt = now
+            pings[index].writtenAt = now()
             batch.pings.append(pings[index].id)
         }
         outbound.take(budget: budget, into: &batch.messages, admitted: &batch.admitted)
@@ -253,6 +264,22 @@ struct ConnectionStateMachine {
         switch inbound.next() {
         case .message(let message, let resumeReading):
             let wake = resumeReading && phase != .closed ? request(.resumeReading) : false
+            return .message(message, wake: wake)
+        case .wait:
+            return phase == .closed ? .finished : .wait
+        }
+    }
+
+    /// Like ``next()``, and also moves a batch of the messages buffered behind it into the
+    /// consumer's own buffer, so the consumer takes the lock once per batch.
+    /// `batching: false` takes just the one message.
+    mutating func next(batchInto buffer: inout Deque<WebSocketMessage>, batching: Bool = true) -> NextAction {
+        switch inbound.next() {
+        case .message(let message, let resumeReading):
+            let limit = batching ? inbound.consumerBatchLimit - 1 : 0
+            let resumeAfterBatch = limit > 0 ? inbound.take(into: &buffer, limit: limit) : false
+            let resume = resumeReading || resumeAfterBatch
+            let wake = resume && phase != .closed ? request(.resumeReading) : false
             return .message(message, wake: wake)
         case .wait:
             return phase == .closed ? .finished : .wait

@@ -70,6 +70,30 @@ struct InboundQueue {
         return .message(message, resumeReading: resume)
     }
 
+    /// Moves up to `limit` more messages into the consumer's own `buffer` (after `next()`
+    /// returned one), so it can take them without the lock; returns whether the socket
+    /// should be read again.
+    mutating func take(into buffer: inout Deque<WebSocketMessage>, limit: Int) -> Bool {
+        var moved = 0
+        var movedBytes = 0
+        while moved < limit, let message = messages.first, movedBytes + message.byteCount <= maxBytes / 4 {
+            messages.removeFirst()
+            movedBytes += message.byteCount
+            moved += 1
+            buffer.append(message)
+        }
+        bytes -= movedBytes
+        if moved > 0, isReadingPaused && messages.count <= maxMessages / 4 && bytes <= maxBytes / 4 {
+            isReadingPaused = false
+            return true
+        }
+        return false
+    }
+
+    /// How many messages a consumer may hold in its own buffer: a quarter of the limits
+    /// (so what is held in memory stays within 1.25 times them).
+    var consumerBatchLimit: Int { max(1, maxMessages / 4) }
+
     /// Parks a consumer until a message arrives or the connection ends.
     mutating func park(_ consumer: Consumer) {
         consumers.append(consumer)

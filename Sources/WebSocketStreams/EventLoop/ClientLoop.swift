@@ -47,8 +47,11 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     /// Strong references to the live connections, dropped at `LWS_CALLBACK_WSI_DESTROY`.
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// The connection whose callback is running, so lws log lines reach its logger.
-    private var currentLogger: Logger?
+    /// Unowned: set only for the duration of its callback, while `connections` holds it.
+    private unowned(unsafe) var currentConnection: ClientConnection?
     private var whenAllClosed: (@Sendable () -> Void)?
+    /// Consumers to resume once the current lws pass ends, with their messages.
+    private var deliveries: [(consumer: InboundQueue.Consumer, message: WebSocketMessage)] = []
 
     /// `LWS_PRE` bytes of headroom followed by room for one fragment.
     let writeBuffer: UnsafeMutableRawPointer
@@ -98,10 +101,10 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     ) -> Int32 {
         guard let wsi, let opaque = lws_get_opaque_user_data(wsi) else { return 0 }
         let connection = Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue()
-        currentLogger = connection.logger
-        defer { currentLogger = nil }
+        currentConnection = connection
+        defer { currentConnection = nil }
         let result = connection.transport.handle(
-            wsi: wsi, reason: reason, user: user, input: input, length: length, loop: self)
+            connection, wsi: wsi, reason: reason, user: user, input: input, length: length, loop: self)
         if reason == LWS_CALLBACK_WSI_DESTROY {
             lws_set_opaque_user_data(wsi, nil)
             release(connection)
@@ -110,12 +113,26 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     }
 
     func log(level: Int32, line: String) {
-        let logger = currentLogger ?? loopLogger
+        let logger = currentConnection?.logger ?? loopLogger
         logger.log(level: ServiceThreadLogging.logLevel(forLWSLevel: level), "\(line)", metadata: ["lws": "\(level)"])
     }
 
     func willDestroyContext(_ context: OpaquePointer) {
         self.context = nil
+    }
+
+    func serviceTurnEnded() {
+        guard !deliveries.isEmpty else { return }
+        var batch: [(consumer: InboundQueue.Consumer, message: WebSocketMessage)] = []
+        swap(&batch, &deliveries)
+        for (consumer, message) in batch { consumer.resume(returning: message) }
+        batch.removeAll(keepingCapacity: true)
+        if deliveries.isEmpty { deliveries = batch }
+    }
+
+    /// Resumes `consumer` with `message` when the current pass ends (service thread).
+    func deliverAfterTurn(_ consumer: InboundQueue.Consumer, _ message: WebSocketMessage) {
+        deliveries.append((consumer, message))
     }
 
     // MARK: - Connections

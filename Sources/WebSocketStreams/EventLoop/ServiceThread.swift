@@ -24,16 +24,28 @@ package protocol ServiceThreadDelegate: AnyObject, Sendable {
     func log(level: Int32, line: String)
     /// Called once after the loop stops and before the context is destroyed.
     func willDestroyContext(_ context: OpaquePointer)
+    /// Called after each `lws_service` pass, outside any lws callback: the place to resume
+    /// continuations that callbacks deferred, so one pass's messages cost one wake-up.
+    func serviceTurnEnded()
+}
+
+extension ServiceThreadDelegate {
+    package func serviceTurnEnded() {}
 }
 
 /// One dedicated thread that owns one `lws_context` and services it.
 ///
 /// libwebsockets is not thread-safe except for `lws_cancel_service`. Other threads
 /// therefore never call lws: they ``post(_:)`` work to a locked inbox and wake the
-/// loop, which drains the inbox on its own thread in `LWS_CALLBACK_EVENT_WAIT_CANCELLED`.
-/// The loop is only woken when the inbox goes from empty to non-empty, so a burst of
-/// posts costs one wake-up.
-package final class ServiceThread: Sendable {
+/// loop, which runs the inbox on its own thread between `lws_service` passes. The loop
+/// is only woken when the inbox goes from empty to non-empty, so a burst of posts costs
+/// one wake-up, and posts made on the service thread itself never wake it (the loop
+/// looks at the inbox before it waits).
+///
+/// The thread is also a `TaskExecutor`: jobs of tasks that prefer it run on it, between
+/// passes, so a task that reads and writes a connection of this loop does so without a
+/// thread hop (see ``WebSocketEventLoop``).
+package final class ServiceThread: TaskExecutor {
     private enum RunState {
         case notStarted
         case starting
@@ -44,6 +56,8 @@ package final class ServiceThread: Sendable {
 
     private struct Inbox {
         var work: [any ServiceThreadWork] = []
+        /// Jobs of tasks that prefer this thread as their executor.
+        var jobs: [UnownedJob] = []
         /// Non-nil only while the context exists; guarded so `lws_cancel_service`
         /// never runs on a destroyed context.
         var context: ContextHandle?
@@ -56,6 +70,11 @@ package final class ServiceThread: Sendable {
     private let inbox = AnnotatedMutex(Inbox())
     package let delegate: any ServiceThreadDelegate
     private let name: String
+    /// The service thread's `pthread_self()` while it runs (0 before and after), so posts
+    /// made on it can skip the wake-up.
+    private let threadID = Atomic<UInt>(0)
+    /// Buffers the loop swaps with the inbox's, so draining allocates nothing.
+    private let spare = ServiceThreadBuffers()
 
     package init(name: String, delegate: any ServiceThreadDelegate) {
         self.name = name
@@ -100,12 +119,61 @@ package final class ServiceThread: Sendable {
             case .notStarted, .starting, .running:
                 inbox.work.append(work)
                 // Wake only on the empty -> non-empty edge; later posts ride the same wake-up.
-                if inbox.work.count == 1, let context = inbox.context {
+                if inbox.work.count == 1, inbox.jobs.isEmpty, let context = inbox.context, !isCurrent {
                     lws_cancel_service(context.pointer)
                 }
                 return true
             }
         }
+    }
+
+    /// Whether the caller runs on this service thread.
+    package var isCurrent: Bool {
+        let id = threadID.load(ordering: .relaxed)
+        return id != 0 && pthread_equal(pthread_t(id), pthread_self()) != 0
+    }
+
+    /// Whether the caller is a job this thread runs (a task that prefers it), between
+    /// lws passes: work for the loop can then be done on the spot instead of posted.
+    package var isRunningJobsHere: Bool {
+        // `spare` is only read after `isCurrent` proved this is the service thread.
+        isCurrent && spare.runningJobs
+    }
+
+    // MARK: - TaskExecutor
+
+    /// Runs `job` on the service thread, after the current pass. Once the loop has
+    /// stopped, jobs go to the global concurrent executor instead, so a task that
+    /// prefers a stopped loop still runs.
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        enum Route { case queued, start, elsewhere }
+        let route: Route = inbox.withLock { inbox in
+            switch inbox.runState {
+            case .stopping, .stopped:
+                return .elsewhere
+            case .notStarted:
+                inbox.jobs.append(unowned)
+                inbox.runState = .starting
+                return .start
+            case .starting, .running:
+                inbox.jobs.append(unowned)
+                // The same edge rule as `post(_:)`: wake only when the inbox was empty.
+                if inbox.jobs.count == 1, inbox.work.isEmpty, let context = inbox.context, !isCurrent {
+                    lws_cancel_service(context.pointer)
+                }
+                return .queued
+            }
+        }
+        switch route {
+        case .queued: break
+        case .start: spawnThread()
+        case .elsewhere: globalConcurrentExecutor.enqueue(unowned)
+        }
+    }
+
+    package func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 
     /// Whether the loop accepts work.
@@ -137,15 +205,39 @@ package final class ServiceThread: Sendable {
         }
     }
 
-    /// Runs everything posted so far. Service thread only (called from `EVENT_WAIT_CANCELLED`).
-    package func drainInbox() {
-        let batch: [any ServiceThreadWork] = inbox.withLock { inbox in
-            guard !inbox.work.isEmpty else { return [] }
-            var batch: [any ServiceThreadWork] = []
-            swap(&batch, &inbox.work)
-            return batch
+    /// Runs everything posted so far, then the jobs queued so far, repeating while running
+    /// them queued more (a task's job that sends posts its connection), up to a bound so
+    /// sockets are not starved. Service thread only, outside lws callbacks. Returns
+    /// whether anything is still queued.
+    @discardableResult
+    package func runInbox(rounds: Int = 8) -> Bool {
+        var pending = false
+        for _ in 0..<rounds {
+            var work = spare.work
+            var jobs = spare.jobs
+            pending = inbox.withLock { inbox in
+                guard !inbox.work.isEmpty || !inbox.jobs.isEmpty else { return false }
+                swap(&work, &inbox.work)
+                swap(&jobs, &inbox.jobs)
+                return true
+            }
+            guard pending else { break }
+            for item in work { item.runOnServiceThread() }
+            if !jobs.isEmpty {
+                let executor = asUnownedTaskExecutor()
+                spare.runningJobs = true
+                for job in jobs { job.runSynchronously(on: executor) }
+                spare.runningJobs = false
+            }
+            delegate.serviceTurnEnded()
+            work.removeAll(keepingCapacity: true)
+            jobs.removeAll(keepingCapacity: true)
+            spare.work = work
+            spare.jobs = jobs
+            pending = inbox.withLock { !$0.work.isEmpty || !$0.jobs.isEmpty }
+            if !pending { break }
         }
-        for work in batch { work.runOnServiceThread() }
+        return pending
     }
 
     // MARK: - The thread
@@ -181,26 +273,38 @@ package final class ServiceThread: Sendable {
             defer { inbox.startWaiters = [] }
             return inbox.startWaiters
         }
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
         for waiter in startWaiters { waiter.resume() }
-        drainInbox()
         while true {
+            let pending = runInbox()
             let stopping = inbox.withLock { inbox in
                 if case .stopping = inbox.runState { return true }
                 return false
             }
             if stopping { break }
-            if lws_service(context, 0) < 0 {
+            // Wait in poll only when nothing is queued: anything posted from now on by
+            // another thread wakes the poll, and this thread posts only between passes.
+            if lws_service(context, pending ? -1 : 0) < 0 {
                 // The context failed: stop taking work before the final drain.
                 inbox.withLock { $0.runState = .stopping }
                 break
             }
+            delegate.serviceTurnEnded()
         }
         // Work posted but never run is dropped here; the delegate fails what it owns.
-        drainInbox()
+        runInbox()
         delegate.willDestroyContext(context)
-        inbox.withLock { $0.context = nil }
+        let strandedJobs: [UnownedJob] = inbox.withLock { inbox in
+            inbox.context = nil
+            defer { inbox.jobs = [] }
+            return inbox.jobs
+        }
         lws_context_destroy(context)
+        delegate.serviceTurnEnded()
+        threadID.store(0, ordering: .relaxed)
         finishStopping()
+        // Jobs queued while stopping run elsewhere; later ones go there directly.
+        for job in strandedJobs { globalConcurrentExecutor.enqueue(job) }
     }
 
     private func finishStopping() {
@@ -213,6 +317,17 @@ package final class ServiceThread: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+}
+
+/// The buffers ``ServiceThread/runInbox(rounds:)`` swaps with the inbox's, and whether it
+/// is running jobs.
+// @unchecked: only the service thread uses them (`runInbox` runs there only, and
+// `isRunningJobsHere` reads `runningJobs` only after checking it runs there).
+private final class ServiceThreadBuffers: @unchecked Sendable {
+    var work: [any ServiceThreadWork] = []
+    var jobs: [UnownedJob] = []
+    /// Set while `runInbox` runs jobs.
+    var runningJobs = false
 }
 
 /// The lws context pointer as the inbox keeps it, so other threads can wake the loop.

@@ -1,3 +1,4 @@
+import DequeModule
 import FoundationEssentials
 import Testing
 @testable import WebSocketStreams
@@ -26,6 +27,36 @@ struct InboundQueueTests {
         }
         #expect(resumedAt == 6)  // 2 left = 8 / 4
         #expect(!queue.isReadingPaused)
+    }
+
+    @Test("a consumer's batch takes at most a quarter of the limits, in order, and can resume reading")
+    func consumerBatch() {
+        var queue = InboundQueue(maxMessages: 16, maxBytes: 1_000_000)
+        for index in 0..<16 { _ = queue.receive(.text("\(index)")) }
+        #expect(queue.isReadingPaused)
+        guard case .message(let first, _) = queue.next() else {
+            Issue.record("expected a message")
+            return
+        }
+        #expect(first == .text("0"))
+        var batch = Deque<WebSocketMessage>()
+        let resume = queue.take(into: &batch, limit: queue.consumerBatchLimit - 1)
+        #expect(Array(batch) == (1...3).map { .text("\($0)") })  // 16 / 4 - 1 more
+        #expect(queue.count == 12)
+        #expect(!resume)  // 12 left > 16 / 4
+        batch.removeAll()
+        while queue.count > 5 { _ = queue.next() }
+        #expect(queue.take(into: &batch, limit: 3))  // 2 left: reading resumes
+        #expect(!queue.isReadingPaused)
+    }
+
+    @Test("a consumer's batch stops at a quarter of the byte limit")
+    func consumerBatchBytes() {
+        var queue = InboundQueue(maxMessages: 100, maxBytes: 4000)
+        for _ in 0..<8 { _ = queue.receive(.binary(Data(count: 400))) }
+        var batch = Deque<WebSocketMessage>()
+        _ = queue.take(into: &batch, limit: 50)
+        #expect(batch.count == 2)  // 2 x 400 <= 1000 < 3 x 400
     }
 
     @Test("pauses at the byte limit")

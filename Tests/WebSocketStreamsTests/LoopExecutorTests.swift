@@ -1,0 +1,82 @@
+import FoundationEssentials
+import Glibc
+import Testing
+import WebSocketStreams
+import WebSocketTestServer
+
+/// The name of the thread running the caller.
+private func currentThreadName() -> String {
+    guard let file = fopen("/proc/thread-self/comm", "r") else { return "?" }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 32)
+    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "?" }
+    var name = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    while name.last == "\n" { name.removeLast() }
+    return name
+}
+
+@Suite("A WebSocketEventLoop as the task executor of the code using its connections")
+struct LoopExecutorTests {
+    @Test("a task preferring the loop runs on its service thread, and echoes flow")
+    func taskRunsOnServiceThread() async throws {
+        try await withTestServer { server in
+            let loop = WebSocketEventLoop(name: "exec-echo")
+            let names = try await withTaskExecutorPreference(loop) {
+                let connection = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
+                var names: Set<String> = [currentThreadName()]
+                var messages = connection.messages.makeAsyncIterator()
+                for index in 0..<200 {
+                    try await connection.send(.text("message \(index)"))
+                    let echo = await messages.next()
+                    #expect(echo == .text("message \(index)"))
+                    names.insert(currentThreadName())
+                }
+                await connection.close()
+                names.insert(currentThreadName())
+                #expect(connection.closeCode == .normalClosure)
+                return names
+            }
+            #expect(names == ["exec-echo"])
+            await loop.shutdown()
+        }
+    }
+
+    @Test("pipelined sends from a task on the loop all arrive, in order")
+    func pipelinedSendsOnLoop() async throws {
+        try await withTestServer { server in
+            let loop = WebSocketEventLoop(name: "exec-pipe")
+            let received = try await withTaskExecutorPreference(loop) {
+                let connection = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
+                for index in 0..<500 {
+                    try await connection.send(.binary(Data(repeating: UInt8(index % 256), count: 1000)))
+                }
+                var received = 0
+                var messages = connection.messages.makeAsyncIterator()
+                while received < 500, let message = await messages.next() {
+                    #expect(message == .binary(Data(repeating: UInt8(received % 256), count: 1000)))
+                    received += 1
+                }
+                await connection.close()
+                return received
+            }
+            #expect(received == 500)
+            await loop.shutdown()
+        }
+    }
+
+    @Test("a loop used only as an executor starts its thread; after shutdown its jobs run elsewhere")
+    func executorBeforeAndAfterShutdown() async throws {
+        let loop = WebSocketEventLoop(name: "exec-only")
+        let before = await withTaskExecutorPreference(loop) {
+            await Task.yield()
+            return currentThreadName()
+        }
+        #expect(before == "exec-only")
+        await loop.shutdown()
+        let after = await withTaskExecutorPreference(loop) {
+            await Task.yield()
+            return currentThreadName()
+        }
+        #expect(after != "exec-only")
+    }
+}
