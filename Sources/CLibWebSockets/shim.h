@@ -64,6 +64,30 @@ static inline int wss_websocket_accept(const char *key, char *out, size_t capaci
     return EVP_EncodeBlock((unsigned char *)out, digest, (int)digest_length) > 0;
 }
 
+/// What lws 4.1.6 passes as `in` with `LWS_EXT_CB_PAYLOAD_TX`: a mirror of its private
+/// `struct lws_ext_pm_deflate_rx_ebufs` (input, then output).
+struct wss_pmd_ebufs {
+    struct lws_tokens eb_in;
+    struct lws_tokens eb_out;
+};
+
+/// Whether lws asks the extension to compress a whole empty message (one final TEXT or
+/// BINARY frame with no payload).
+///
+/// lws 4.1.6 aborts the process there (extension-permessage-deflate.c: "FAIL want to trim
+/// out length", `assert(0)`) whenever the deflate stream has been used before: zlib will
+/// not flush twice in a row without input, so the output is shorter than the 4-byte tail
+/// lws trims. Leaving such a message to lws uncompressed (RSV1 clear, which RFC 7692
+/// section 6 allows for any message) sends it correctly and leaves the deflate stream
+/// untouched.
+static inline int wss_is_empty_whole_message(enum lws_extension_callback_reasons reason, void *in, size_t length) {
+    if (reason != LWS_EXT_CB_PAYLOAD_TX || !in) return 0;
+    const struct wss_pmd_ebufs *buffers = (const struct wss_pmd_ebufs *)in;
+    int type = (int)(length & 0xf);
+    return buffers->eb_in.len == 0 && !(length & LWS_WRITE_NO_FIN)
+        && (type == LWS_WRITE_TEXT || type == LWS_WRITE_BINARY);
+}
+
 /// The permessage-deflate extension callback for clients.
 ///
 /// lws 4.1.6's client frame parser (roles/ws/client-parser-ws.c) loops forever when
@@ -73,13 +97,24 @@ static inline int wss_websocket_accept(const char *key, char *out, size_t capaci
 /// loop only counts the input as consumed for PMDR_DID_NOTHING or PMDR_UNKNOWN (0), so it
 /// hands the same chunk to the application again and again. Answering PMDR_UNKNOWN, what
 /// lws sees when no extension is active, makes it deliver the frame exactly once. lws's
-/// server parser already treats both answers alike, so servers keep the plain callback.
+/// server parser already treats both answers alike. Empty messages go out uncompressed
+/// (see `wss_is_empty_whole_message`).
 static inline int wss_client_pm_deflate(struct lws_context *context, const struct lws_extension *extension,
                                         struct lws *wsi, enum lws_extension_callback_reasons reason,
                                         void *user, void *in, size_t length) {
+    if (wss_is_empty_whole_message(reason, in, length)) return 0;
     int result = lws_extension_callback_pm_deflate(context, extension, wsi, reason, user, in, length);
     if (reason == LWS_EXT_CB_PAYLOAD_RX && result == 5 /* PMDR_NOTHING_WE_SHOULD_DO */) return 0;
     return result;
+}
+
+/// The permessage-deflate extension callback for servers: lws's own, except that empty
+/// messages go out uncompressed (see `wss_is_empty_whole_message`).
+static inline int wss_server_pm_deflate(struct lws_context *context, const struct lws_extension *extension,
+                                        struct lws *wsi, enum lws_extension_callback_reasons reason,
+                                        void *user, void *in, size_t length) {
+    if (wss_is_empty_whole_message(reason, in, length)) return 0;
+    return lws_extension_callback_pm_deflate(context, extension, wsi, reason, user, in, length);
 }
 
 /// The result of the server certificate check on a TLS connection (`SSL_get_verify_result`),

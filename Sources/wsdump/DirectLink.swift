@@ -32,6 +32,4 @@ struct DirectLink: SessionLink {
     var bytesWritten: Int { connection.bytesWritten }
 
     var isOpen: Bool { connection.isOpen }
-
-    var isCompressed: Bool { connection.extensions?.contains("permessage-deflate") == true }
 }

@@ -19,12 +19,6 @@ final class OutgoingQueue: Sendable {
 
     private let continuation: AsyncStream<Item>.Continuation
 
-    /// Why an empty message is not sent on a compressed connection: libwebsockets 4.1.6
-    /// aborts the process (an assertion in its permessage-deflate code) when an empty
-    /// message follows another one on such a connection.
-    static let emptyCompressedMessageRefusal =
-        "an empty message was not sent: libwebsockets 4.1 cannot compress one (use --no-compression to send empty messages)"
-
     /// Starts the sending task.
     ///
     /// - Parameters:
@@ -40,11 +34,6 @@ final class OutgoingQueue: Sendable {
             for await item in items {
                 switch item {
                 case .message(let message, let fromInput):
-                    if message.byteCount == 0, link.isCompressed {
-                        post(.sendFailed(Self.emptyCompressedMessageRefusal))
-                        if fromInput { credits.giveBack() }
-                        continue
-                    }
                     post(.sending(message))
                     do {
                         try await link.send(message)

@@ -64,8 +64,4 @@ final class ReconnectingLink: SessionLink {
     var bytesWritten: Int { current.connection.withLock { $0?.bytesWritten ?? 0 } }
 
     var isOpen: Bool { !socket.state.isTerminal }
-
-    var isCompressed: Bool {
-        current.connection.withLock { $0?.extensions?.contains("permessage-deflate") == true }
-    }
 }

@@ -17,6 +17,4 @@ protocol SessionLink: Sendable {
     var bytesWritten: Int { get }
     /// Whether messages can still be sent.
     var isOpen: Bool { get }
-    /// Whether the open connection negotiated permessage-deflate.
-    var isCompressed: Bool { get }
 }

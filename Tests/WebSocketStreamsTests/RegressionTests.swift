@@ -131,3 +131,25 @@ func rejectionHeaders(_ error: WebSocketError?) -> [String: String] {
     if case .handshakeRejected(_, let headers) = error { return headers }
     return [:]
 }
+
+@Suite("Regressions: empty messages with permessage-deflate")
+struct EmptyCompressedMessageTests {
+    @Test("empty messages after others on a compressed connection are sent and echoed (lws 4.1.6 aborted here)")
+    func emptyMessagesAfterOthers() async throws {
+        try await withTestServer(recordTexts: true) { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            #expect(connection.extensions?.contains("permessage-deflate") == true)
+            let outgoing: [WebSocketMessage] = [
+                .text("first"), .text(""), .binary(Data([1, 2, 3])), .binary(Data()), .text(""), .text("last"),
+            ]
+            for message in outgoing { try await connection.send(message) }
+            var received: [WebSocketMessage] = []
+            var messages = connection.messages.makeAsyncIterator()
+            while received.count < outgoing.count, let message = await messages.next() { received.append(message) }
+            #expect(received == outgoing)
+            await connection.close()
+            #expect(connection.closeCode == .normalClosure)
+            #expect(server.snapshot.connections.last?.textsReceived == ["first", "", "", "last"])
+        }
+    }
+}

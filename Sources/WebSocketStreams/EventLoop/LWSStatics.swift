@@ -26,13 +26,16 @@ package enum LWSStatics {
         return table
     }
 
-    /// The permessage-deflate extension table (RFC 7692) for servers, then the zeroed terminator.
+    /// The permessage-deflate extension table (RFC 7692) for servers, then the zeroed
+    /// terminator. Its callback sends empty messages uncompressed: lws 4.1.6 aborts the
+    /// process compressing one (see `wss_is_empty_whole_message` in shim.h).
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
     package nonisolated(unsafe) static let deflateExtensions = makeDeflateTable(forClients: false)
 
     /// The permessage-deflate table for clients, offering `client_max_window_bits`. Its
-    /// callback works around an lws 4.1.6 client bug (see `wss_client_pm_deflate` in shim.h):
-    /// without it, an uncompressed frame or a pong with payload is delivered forever.
+    /// callback works around two lws 4.1.6 bugs (see `wss_client_pm_deflate` in shim.h):
+    /// without it, an uncompressed frame or a pong with payload is delivered forever, and
+    /// an empty message after any other aborts the process.
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
     package nonisolated(unsafe) static let clientDeflateExtensions = makeDeflateTable(forClients: true)
 
@@ -43,7 +46,7 @@ package enum LWSStatics {
         if forClients {
             table[0].callback = wss_client_pm_deflate
         } else {
-            table[0].callback = lws_extension_callback_pm_deflate
+            table[0].callback = wss_server_pm_deflate
         }
         table[0].client_offer = immortalCString("permessage-deflate; client_max_window_bits")
         return table
