@@ -57,7 +57,7 @@ final class ReconnectingLink: SessionLink {
             task.cancel()
             await task.value
         } else {
-            await socket.close()
+            await socket.close(code: code, reason: reason)
         }
     }
 

@@ -88,6 +88,22 @@ struct ReconnectTests {
         }
     }
 
+    @Test("close(code:reason:) sends that code and reason and ends both streams")
+    func closeWithCodeAndReason() async throws {
+        try await withTestServer { server in
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: fastPolicy())
+            var messages = socket.messages.makeAsyncIterator()
+            try await socket.send(.text("ping"))
+            #expect(await messages.next() == .text("ping"))
+            await socket.close(code: 4000, reason: "logging out")
+            #expect(await messages.next() == nil)
+            #expect(socket.state.isTerminal)
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.closeCodes == [4000])
+            #expect(seen.connections.first?.closeReasonReceived == "logging out")
+        }
+    }
+
     @Test("a server down for 3 s is retried with growing delays within the policy's bounds")
     func serverDown() async throws {
         try await withTestServer { server in

@@ -43,7 +43,8 @@ extension ReconnectingStorage {
         for consumer in consumers { consumer.resume() }
         guard proceed else {
             // Ended while this attempt was connecting: close what it opened, properly.
-            await socket.close(code: endCloseCode)
+            let endClose = self.endClose
+            await socket.close(code: endClose.code, reason: endClose.reason)
             return shared.withLock { $0.machine.connectionEnded(.closed(code: .goingAway, reason: ""), at: .now, random: 0) }
         }
         publish(.connected(subprotocol: socket.subprotocol))
@@ -78,11 +79,12 @@ extension ReconnectingStorage {
         }
     }
 
-    /// The close code for a connection that opens after the socket was ended.
-    private var endCloseCode: WebSocketCloseCode {
+    /// The close frame for a connection that opens after the socket was ended.
+    private var endClose: (code: WebSocketCloseCode, reason: String) {
         shared.withLock { shared in
-            if case .completed = shared.machine.requestedEnd { return .normalClosure }
-            return .goingAway
+            if let endClose = shared.endClose { return endClose }
+            if case .completed = shared.machine.requestedEnd { return (.normalClosure, "") }
+            return (.goingAway, "")
         }
     }
 

@@ -20,6 +20,9 @@ final class ReconnectingStorage: Sendable {
 
     struct Shared {
         var machine: ReconnectStateMachine
+        /// The close frame asked for when the socket was ended, for a connection that
+        /// is open then or opens after.
+        var endClose: (code: WebSocketCloseCode, reason: String)?
         /// Connections whose messages the consumer reads, oldest first: one that dropped
         /// stays until its buffered messages have been read.
         var readers = Deque<ClientConnection>()
@@ -87,14 +90,15 @@ final class ReconnectingStorage: Sendable {
 
     /// Ends the socket: closes the open connection with `code` (never a TCP drop), stops any
     /// attempt or backoff, and moves to `end` once that is done.
-    func requestEnd(_ end: State, code: WebSocketCloseCode) {
+    func requestEnd(_ end: State, code: WebSocketCloseCode, reason: String = "") {
         let (accepted, current, supervisor, consumers) = shared.withLock { shared in
             let accepted = shared.machine.requestEnd(end)
+            if accepted { shared.endClose = (code, ClientConnection.truncatedCloseReason(reason)) }
             defer { shared.consumerWaiters = [] }
             return (accepted, shared.current, shared.supervisor, shared.consumerWaiters)
         }
         guard accepted else { return }
-        current?.connection.closeWithoutWaiting(code: code)
+        current?.connection.closeWithoutWaiting(code: code, reason: ClientConnection.truncatedCloseReason(reason))
         // Interrupt a backoff sleep or onConnect, but never a connection attempt: cancelling
         // one could leave a socket the server already upgraded to be dropped without a close
         // frame. An attempt ends by itself (connectTimeout) and is then closed properly.

@@ -118,10 +118,16 @@ public final class ReconnectingWebSocket: Sendable {
         try storage.enqueueWithoutWaiting(message)
     }
 
-    /// Closes the open connection with 1000, stops reconnecting, fails queued sends, and
-    /// returns once everything has ended. Both streams finish.
-    public func close() async {
-        storage.requestEnd(.completed, code: .normalClosure)
+    /// Closes the open connection with `code` and `reason` (1000 by default), stops
+    /// reconnecting, fails queued sends, and returns once everything has ended. Both
+    /// streams finish.
+    ///
+    /// - Parameters:
+    ///   - code: A code that may be sent (``WebSocketCloseCode/isSendable``); others are
+    ///     replaced by 1000.
+    ///   - reason: Up to 123 bytes of UTF-8; longer text is cut.
+    public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        storage.requestEnd(.completed, code: code.isSendable ? code : .normalClosure, reason: reason)
         await storage.waitUntilFinished()
     }
 
