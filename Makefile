@@ -18,10 +18,16 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## demo: run the SDK against the bundled test server on loopback
+## demo: the SDK against the bundled test server on loopback, then wsdump against it
 demo: deps
 	$(SWIFT) build --product Demo
+	$(SWIFT) build --product TestServer
+	$(SWIFT) build --product wsdump
+	@echo "== 1. The SDK from Swift (Examples/Demo/main.swift)"
 	$(SWIFT) run --skip-build Demo
+	@echo
+	@echo "== 2. The bundled TestServer as a process, and wsdump talking to it"
+	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)"
 
 ## test: the whole test suite
 test: deps
