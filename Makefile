@@ -2,8 +2,9 @@
 # libraries first when pkg-config cannot find them.
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BENCH_RUNS ?= 3
 
-.PHONY: deps build demo test test-tsan clean
+.PHONY: deps build demo test test-tsan bench clean
 
 ## deps: install libwebsockets-dev and libssl-dev (Debian/Ubuntu) unless already present
 deps:
@@ -36,6 +37,15 @@ test: deps
 ## test-tsan: the suite under ThreadSanitizer
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+## bench: wsbench against the raw-C lws client, side by side; writes BENCHMARKS.md
+bench: deps
+	$(SWIFT) build -c release --product wsbench
+	$(SWIFT) build -c release --product TestServer
+	mkdir -p .build/bench
+	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
+	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
+		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md
 
 clean:
 	rm -rf .build .build-tsan

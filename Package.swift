@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "WebSocketTestServer", targets: ["WebSocketTestServer"]),
         .executable(name: "TestServer", targets: ["TestServer"]),
         .executable(name: "wsdump", targets: ["wsdump"]),
+        .executable(name: "wsbench", targets: ["wsbench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -101,14 +102,37 @@ let package = Package(
             path: "Tools/Soak",
             swiftSettings: sharedSwiftSettings
         ),
+        .target(
+            name: "BenchmarkKit",
+            path: "Benchmarks/BenchmarkKit",
+            swiftSettings: sharedSwiftSettings
+        ),
+        .executableTarget(
+            name: "wsbench",
+            dependencies: [
+                "WebSocketStreams",
+                "BenchmarkKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/wsbench",
+            swiftSettings: sharedSwiftSettings
+        ),
         .testTarget(
             name: "WebSocketStreamsTests",
-            dependencies: ["WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes"],
+            dependencies: [
+                "WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(
             name: "WSDumpTests",
             dependencies: ["wsdump", "WebSocketStreams", "WebSocketTestServer", "SynchronizationSupport"],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
+            name: "WSBenchTests",
+            dependencies: ["wsbench", "BenchmarkKit", "WebSocketTestServer"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(

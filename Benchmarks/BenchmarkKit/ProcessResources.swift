@@ -1,0 +1,53 @@
+import Glibc
+
+/// What this process holds right now, read from `/proc/self`.
+public enum ProcessResources {
+    /// Resident set size in KiB (`/proc/self/statm`, second field), or 0 if unreadable.
+    public static func residentKilobytes() -> Int {
+        guard let file = fopen("/proc/self/statm", "r") else { return 0 }
+        defer { fclose(file) }
+        var size = 0
+        var resident = 0
+        guard readTwoIntegers(file, &size, &resident) else { return 0 }
+        return resident * (sysconf(Int32(_SC_PAGESIZE)) / 1024)
+    }
+
+    /// Open file descriptors (entries of `/proc/self/fd`, minus the one listing it).
+    public static func openDescriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return 0 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != ".", name != ".." { count += 1 }
+        }
+        return max(0, count - 1)
+    }
+
+    /// Reads the first two whitespace-separated integers of the next line of `file`.
+    private static func readTwoIntegers(_ file: UnsafeMutablePointer<FILE>, _ first: inout Int, _ second: inout Int) -> Bool {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return false }
+        let line = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+        guard fields.count >= 2 else { return false }
+        first = fields[0]
+        second = fields[1]
+        return true
+    }
+}
+
+extension ProcessResources {
+    /// Raises the soft limit on open descriptors to the hard limit (W5 opens a thousand
+    /// sockets); returns the soft limit now in force.
+    @discardableResult
+    public static func raiseDescriptorLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return Int(limit.rlim_cur)
+    }
+}

@@ -1,0 +1,143 @@
+import ArgumentParser
+import BenchmarkKit
+import Glibc
+import WebSocketStreams
+
+/// `wsbench`: WebSocketStreams under load, written as a user would write it (`for await`
+/// over `messages`, `send` from the task), printing one JSON line per run.
+@main
+struct WSBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wsbench",
+        abstract: "Benchmark WebSocketStreams against any WebSocket server.",
+        discussion: """
+            Workloads:
+              W1  ping-pong: send a --size text, await its echo, repeat --count times
+                  (rtt_per_s, p50_us, p99_us; nearest-rank percentiles)
+              W2  pipelined echo: --count binary messages of --size, --inflight in flight
+                  (msgs_per_s, mb_per_s)
+              W3  large messages: like W2 with one 4 MiB message in flight
+              W4  server push: receive --count messages; the URL carries the push
+                  parameters, e.g. /push?count=200000&size=128
+              W5  connections: open --connections idle connections, at most
+                  --inflight handshakes at a time (open_s, rss_per_conn_kb)
+              W6  fan-in: --connections connections each receiving --count pushes
+              autobahn  echo every message with its type until the peer closes
+                  (the Autobahn|Testsuite client contract)
+              asyncstream  no network: the cost of one AsyncStream element, the
+                  floor under `messages` (ns_per_element; --url is ignored)
+
+            The clock starts when the first connection is open (W5: when connecting
+            starts). Prints one JSON line with client, workload, ok, count, completed,
+            elapsed_s and the workload's figures; exits 0 when ok, 1 when not.
+            """
+    )
+
+    @Option(help: "The workload: W1, W2, W3, W4, W5, W6, autobahn or asyncstream.")
+    var workload: Workload
+
+    @Option(help: "The server URL, e.g. ws://127.0.0.1:9001/echo (not used by asyncstream).")
+    var url: String?
+
+    @Option(help: "Messages (per connection for W6; connections for W5). Default per workload: W1 20000, W2 100000, W3 50, W4 200000, W5 1000, W6 2000.")
+    var count: Int?
+
+    @Option(help: "Payload bytes per message. Default: W1 32, W2 1024, W3 4194304, W4/W6 128.")
+    var size: Int?
+
+    @Option(help: "Messages in flight for W2/W3 (default 64; W3: 1); handshakes in flight for W5 (default 100).")
+    var inflight: Int?
+
+    @Option(help: "Connections for W5 (default: --count) and W6 (default: 100).")
+    var connections: Int?
+
+    @Option(name: .customLong("time-limit"), help: "Seconds before the run stops and reports what completed (ok: false). Default: 60; none for autobahn.")
+    var timeLimit: Double?
+
+    @Flag(name: .customLong("no-compression"), help: "Do not offer permessage-deflate.")
+    var noCompression = false
+
+    @Option(help: "Where the workload's tasks run: 'global' (Swift's default executor) or 'loop' (the event loop's thread, via withTaskExecutorPreference; no thread hop per message).")
+    var executor: ExecutorChoice = .global
+
+    func validate() throws {
+        if url == nil, workload != .asyncstream { throw ValidationError("--url is required") }
+        if let count, count < 0 { throw ValidationError("--count must not be negative") }
+        if let size, size < 0 { throw ValidationError("--size must not be negative") }
+        if let inflight, inflight < 1 { throw ValidationError("--inflight must be at least 1") }
+        if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
+        if let timeLimit, timeLimit <= 0 { throw ValidationError("--time-limit must be positive") }
+    }
+
+    func run() async throws {
+        ProcessResources.raiseDescriptorLimit()
+        let parameters = makeParameters()
+        let limit = timeLimit ?? (workload == .autobahn ? nil : 60)
+        let timeLimit = limit.map { Duration.milliseconds(Int64($0 * 1000)) }
+        var report: BenchmarkReport
+        switch executor {
+        case .global:
+            report = await Self.run(parameters, timeLimit: timeLimit)
+        case .loop:
+            report = await withTaskExecutorPreference(WebSocketEventLoop.shared) {
+                await Self.run(parameters, timeLimit: timeLimit)
+            }
+        }
+        report.client = BenchmarkParameters.clientName + (executor == .loop ? "+loop" : "")
+        print(report.jsonLine)
+        // Connections closed; the shared loop's thread goes with the process.
+        if !report.ok { throw ExitCode.failure }
+    }
+
+    private func makeParameters() -> BenchmarkParameters {
+        let count = count ?? workload.defaultCount
+        var configuration = WebSocketConfiguration()
+        configuration.compression = !noCompression
+        if workload == .w3 {
+            // Room for the echo of one large message, as the raw C client has.
+            configuration.maxMessageSize = max(configuration.maxMessageSize, (size ?? workload.defaultSize) + 1)
+        }
+        return BenchmarkParameters(
+            workload: workload, url: url ?? "", count: count,
+            size: size ?? workload.defaultSize,
+            inflight: inflight ?? (workload == .w3 ? 1 : workload == .w5 ? 100 : 64),
+            connections: connections ?? workload.defaultConnections(count: count),
+            configuration: configuration)
+    }
+
+    /// Runs the workload; when `timeLimit` passes first, cancels it and returns what it
+    /// completed by then.
+    static func run(_ parameters: BenchmarkParameters, timeLimit: Duration?) async -> BenchmarkReport {
+        guard let timeLimit else { return await runWorkload(parameters) }
+        return await withTaskGroup(of: BenchmarkReport?.self) { group in
+            group.addTask { await runWorkload(parameters) }
+            group.addTask {
+                try? await Task.sleep(for: timeLimit)
+                return nil
+            }
+            var report: BenchmarkReport?
+            while let next = await group.next() {
+                group.cancelAll()
+                if let next { report = next }
+            }
+            return report!
+        }
+    }
+
+    /// Where wsbench runs its tasks.
+    enum ExecutorChoice: String, ExpressibleByArgument {
+        case global
+        case loop
+    }
+
+    private static func runWorkload(_ parameters: BenchmarkParameters) async -> BenchmarkReport {
+        switch parameters.workload {
+        case .w1: await PingPongWorkload.run(parameters)
+        case .w2, .w3: await EchoWorkload.run(parameters)
+        case .w4, .w6: await PushWorkload.run(parameters)
+        case .w5: await IdleConnectionsWorkload.run(parameters)
+        case .autobahn: await AutobahnEchoClient.run(parameters)
+        case .asyncstream: await AsyncStreamFloor.run(parameters)
+        }
+    }
+}

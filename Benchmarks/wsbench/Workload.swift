@@ -1,0 +1,55 @@
+import ArgumentParser
+
+/// The benchmark workloads; the raw C client (`wsbench-c`) implements the same ones.
+enum Workload: String, CaseIterable, ExpressibleByArgument {
+    /// Ping-pong: send a small text, await its echo, repeat.
+    case w1 = "W1"
+    /// Pipelined echo: up to `--inflight` binary messages in flight.
+    case w2 = "W2"
+    /// Large messages: one binary message of `--size` in flight.
+    case w3 = "W3"
+    /// Server push: receive `--count` messages as fast as the server sends them.
+    case w4 = "W4"
+    /// Connections: open `--connections` idle connections at once.
+    case w5 = "W5"
+    /// Fan-in: `--connections` connections each receiving `--count` pushed messages.
+    case w6 = "W6"
+    /// The Autobahn|Testsuite echo client: echo every message with its type until closed.
+    case autobahn
+    /// No network: the cost of one `AsyncStream` element (the floor under `messages`).
+    case asyncstream
+
+    /// Messages (W5: connections) when `--count` is not given.
+    var defaultCount: Int {
+        switch self {
+        case .w1: 20_000
+        case .w2: 100_000
+        case .w3: 50
+        case .w4: 200_000
+        case .w5: 1_000
+        case .w6: 2_000
+        case .autobahn: 0
+        case .asyncstream: 2_000_000
+        }
+    }
+
+    /// Payload bytes when `--size` is not given.
+    var defaultSize: Int {
+        switch self {
+        case .w1: 32
+        case .w2: 1024
+        case .w3: 4 * 1024 * 1024
+        case .w4, .w6: 128
+        case .w5, .autobahn, .asyncstream: 0
+        }
+    }
+
+    /// Connections when `--connections` is not given.
+    func defaultConnections(count: Int) -> Int {
+        switch self {
+        case .w5: count
+        case .w6: 100
+        default: 1
+        }
+    }
+}
