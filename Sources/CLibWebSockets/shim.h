@@ -118,10 +118,14 @@ static inline int wss_server_pm_deflate(struct lws_context *context, const struc
 }
 
 /// The result of the server certificate check on a TLS connection (`SSL_get_verify_result`),
-/// or 0 (`X509_V_OK`) when there is none; `text` receives OpenSSL's description.
+/// or 0 (`X509_V_OK`) when there is none (no certificate received yet); `text` receives
+/// OpenSSL's description.
 static inline long wss_tls_verify_result(struct lws *wsi, const char **text) {
     SSL *ssl = (SSL *)lws_get_ssl(wsi);
     if (!ssl) return 0;
+    /* Before the server's certificate arrived (a handshake cut short by a timeout or a
+       dropped socket) the result is a placeholder, not a verdict. */
+    if (!SSL_get0_peer_certificate(ssl)) return 0;
     long result = SSL_get_verify_result(ssl);
     if (result != X509_V_OK && text) *text = X509_verify_cert_error_string(result);
     return result;

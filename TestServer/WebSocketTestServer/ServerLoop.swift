@@ -85,20 +85,20 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.timeout_secs = 30
         let vhostName = LWSStatics.immortalCString("test-server")
         info.vhost_name = vhostName
-        let created: OpaquePointer? = settings.host.withCString { host in
+        let created: (context: OpaquePointer, vhost: OpaquePointer)? = settings.host.withCString { host in
             withOptionalCString(settings.certificates?.serverCertificateFile) { certificate in
                 withOptionalCString(settings.certificates?.serverKeyFile) { key in
                     info.iface = host
                     info.ssl_cert_filepath = certificate
                     info.ssl_private_key_filepath = key
-                    return lws_create_context(&info)
+                    return LWSContextFactory.makeContext(&info)
                 }
             }
         }
-        guard let created else { return nil }
+        guard let (created, vhost) = created else { return nil }
         context = created
-        vhost = lws_get_vhost_by_name(created, vhostName)
-        if let vhost { boundPort = Int(lws_get_vhost_listen_port(vhost)) }
+        self.vhost = vhost
+        boundPort = Int(lws_get_vhost_listen_port(vhost))
         return created
     }
 

@@ -86,12 +86,10 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
         let vhostName = LWSStatics.immortalCString("client-default")
         info.vhost_name = vhostName
-        guard let context = lws_create_context(&info) else { return nil }
+        guard let (context, vhost) = LWSContextFactory.makeContext(&info) else { return nil }
         self.context = context
-        if let vhost = lws_get_vhost_by_name(context, vhostName) {
-            disableEnvironmentProxy(vhost)
-            vhosts[VhostKey(compression: true)] = vhost
-        }
+        disableEnvironmentProxy(vhost)
+        vhosts[VhostKey(compression: true)] = vhost
         return context
     }
 
