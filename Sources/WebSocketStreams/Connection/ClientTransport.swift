@@ -133,7 +133,7 @@ final class ClientTransport: @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             let message = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) }
             if handshakeStatus == 0 { recordHandshakeResponse() }
-            if url.isSecure, tlsError == nil {
+            if url.isSecure, tlsError == nil, !configuration.tls.allowUntrustedCertificates {
                 // The verification callback did not run for us; ask the TLS session directly.
                 var text: UnsafePointer<CChar>?
                 let result = wss_tls_verify_result(wsi, &text)
