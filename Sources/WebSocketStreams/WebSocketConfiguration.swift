@@ -17,6 +17,7 @@ import Logging
 /// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
 /// | ``proxy`` | none | HTTP proxy (CONNECT), e.g. `http://127.0.0.1:3128` |
 /// | ``logger`` | silent | Receives the connection's and libwebsockets' log lines |
+/// | ``redactsSecretsInLogs`` | `true` | Credentials never appear in those lines |
 ///
 /// ```swift
 /// var configuration = WebSocketConfiguration()
@@ -80,6 +81,12 @@ public struct WebSocketConfiguration: Sendable {
 
     /// Where the connection's log lines go, libwebsockets' own included. Silent by default.
     public var logger: Logger = .silent
+
+    /// Whether libwebsockets' log lines have this connection's secrets replaced by
+    /// `<redacted>`: the values of credential headers (`Authorization`, `Cookie`, any name
+    /// with token, key, secret, password, session or auth in it), the URL's query values
+    /// and user info. On by default; turn it off only to debug authentication locally.
+    public var redactsSecretsInLogs = true
 
     /// Sees the control frames this side sends and receives, for tools such as wsdump.
     /// Called on the loop's service thread: it must return at once (e.g. yield to a stream).

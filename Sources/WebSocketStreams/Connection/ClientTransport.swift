@@ -35,6 +35,9 @@ final class ClientTransport: @unchecked Sendable {
     let handshakeDeadline: ContinuousClock.Instant
     /// Request headers as NUL-terminated `name:` / value byte arrays, ready for lws.
     let headerLines: [(name: [UInt8], value: [UInt8])]
+    /// Removes this connection's credentials from log lines (nil when it has none or
+    /// ``WebSocketConfiguration/redactsSecretsInLogs`` is off).
+    let redactor: SecretRedactor?
 
     var wsi: OpaquePointer?
     /// The upgrade request went out: the server may answer 101 at any moment from now.
@@ -101,6 +104,8 @@ final class ClientTransport: @unchecked Sendable {
             lines.append((Array((name.lowercased() + ":").utf8) + [0], Array(value.utf8) + [0]))
         }
         headerLines = lines
+        let redactor = SecretRedactor(url: url, headers: headers)
+        self.redactor = configuration.redactsSecretsInLogs && !redactor.secrets.isEmpty ? redactor : nil
     }
 
     // MARK: - Callbacks

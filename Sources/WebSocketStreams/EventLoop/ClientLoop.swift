@@ -112,7 +112,20 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     func log(level: Int32, line: String) {
         let logger = currentConnection?.logger ?? loopLogger
-        logger.log(level: ServiceThreadLogging.logLevel(forLWSLevel: level), "\(line)", metadata: ["lws": "\(level)"])
+        let logLevel = ServiceThreadLogging.logLevel(forLWSLevel: level)
+        // lws's mask is process-wide: most lines reach a logger that drops them. Decide that
+        // first; redacting costs a search per secret.
+        guard logger.logLevel <= logLevel else { return }
+        var line = line
+        if let connection = currentConnection {
+            if let redactor = connection.transport.redactor { line = redactor.redact(line) }
+        } else {
+            // Not attributable to one connection: keep every live connection's secrets out.
+            for connection in connections.values {
+                if let redactor = connection.transport.redactor { line = redactor.redact(line) }
+            }
+        }
+        logger.log(level: logLevel, "\(line)", metadata: ["lws": "\(level)"])
     }
 
     func willDestroyContext(_ context: OpaquePointer) {
@@ -151,12 +164,13 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         }
         connections[ObjectIdentifier(connection)] = connection
         // lws's log mask is process-global state: only ever changed on a service thread.
-        ServiceThreadLogging.enable(for: connection.logger.logLevel)
+        ServiceThreadLogging.claim(for: connection.logger.logLevel)
         connection.transport.connect(connection, context: context, vhost: vhost, loop: self)
     }
 
     private func release(_ connection: ClientConnection) {
-        connections[ObjectIdentifier(connection)] = nil
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        ServiceThreadLogging.releaseClaim(for: connection.logger.logLevel)
         if connections.isEmpty, let whenAllClosed {
             self.whenAllClosed = nil
             whenAllClosed()

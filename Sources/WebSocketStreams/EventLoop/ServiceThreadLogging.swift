@@ -18,10 +18,25 @@ package enum ServiceThreadLogging {
         return key
     }()
 
-    /// The lws levels currently enabled; only grows. Errors and warnings are always on
-    /// (rare and useful); the rest only for a logger at `.debug` or `.trace`: lws 4.1
-    /// logs notices on every write, and each enabled line costs a formatted string.
-    private static let enabledLevels = AnnotatedMutex<Int32>(0)
+    /// How many live connections want lws's verbose levels. lws's mask is process-global:
+    /// one trace logger would otherwise make every loop in the process (servers included)
+    /// format a line per frame for the rest of its life. Errors and warnings are always
+    /// on (rare and useful); notices and info only while a `.debug` logger is live, debug
+    /// and client lines only while a `.trace` one is (lws 4.1 logs notices on every write).
+    private struct Claims {
+        var debug = 0
+        var trace = 0
+        var applied: Int32 = 0
+
+        var wanted: Int32 {
+            var levels = LLL_ERR | LLL_WARN
+            if debug + trace > 0 { levels |= LLL_NOTICE | LLL_INFO }
+            if trace > 0 { levels |= LLL_DEBUG | LLL_CLIENT }
+            return levels
+        }
+    }
+
+    private static let claims = AnnotatedMutex(Claims())
 
     private static let emit: @convention(c) (Int32, UnsafePointer<CChar>?) -> Void = { level, line in
         guard let line, let slot = pthread_getspecific(threadKey) else { return }
@@ -34,7 +49,7 @@ package enum ServiceThreadLogging {
     /// Registers `thread` as the current service thread. Called on the service thread.
     static func install(for thread: ServiceThread) {
         pthread_setspecific(threadKey, Unmanaged.passUnretained(thread).toOpaque())
-        enable(for: .warning)
+        adjust(.info, by: 0)
     }
 
     /// Clears the registration of the current thread.
@@ -42,16 +57,29 @@ package enum ServiceThreadLogging {
         pthread_setspecific(threadKey, nil)
     }
 
-    /// Makes lws emit the levels a logger at `logLevel` would print.
-    static func enable(for logLevel: Logger.Level) {
-        var wanted = LLL_ERR | LLL_WARN
-        if logLevel <= .debug { wanted |= LLL_NOTICE | LLL_INFO }
-        if logLevel <= .trace { wanted |= LLL_DEBUG | LLL_CLIENT }
-        enabledLevels.withLock { levels in
-            guard levels | wanted != levels else { return }
-            levels |= wanted
+    /// Makes lws emit the levels a logger at `logLevel` prints, until the matching
+    /// ``releaseClaim(for:)``. Loggers above `.debug` claim nothing.
+    static func claim(for logLevel: Logger.Level) {
+        adjust(logLevel, by: 1)
+    }
+
+    /// Ends a ``claim(for:)`` made with the same level.
+    static func releaseClaim(for logLevel: Logger.Level) {
+        adjust(logLevel, by: -1)
+    }
+
+    private static func adjust(_ logLevel: Logger.Level, by delta: Int) {
+        claims.withLock { claims in
+            if logLevel <= .trace {
+                claims.trace += delta
+            } else if logLevel <= .debug {
+                claims.debug += delta
+            }
+            let wanted = claims.wanted
+            guard wanted != claims.applied else { return }
+            claims.applied = wanted
             // Under the lock, so concurrent service threads set lws's global in order.
-            lws_set_log_level(levels, emit)
+            lws_set_log_level(wanted, emit)
         }
     }
 

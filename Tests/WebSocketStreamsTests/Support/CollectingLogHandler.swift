@@ -19,7 +19,8 @@ final class CollectingLogHandler: LogHandler, Sendable {
     }
 
     func log(event: LogEvent) {
-        lines.withLock { $0.append("\(event.level) \(event.message)") }
+        let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+        lines.withLock { $0.append("\(event.level) \(event.message)" + (metadata.isEmpty ? "" : " [\(metadata)]")) }
     }
 
     /// A logger writing into this handler.
