@@ -1,8 +1,10 @@
 import CLibWebSockets
 import Glibc
+import WebSocketStreams
 
 /// A connection the test server drives byte by byte after taking its socket from lws
-/// (see `ServerLoop.takeOver`): for handshakes that come late or never.
+/// (see `ServerLoop.takeOver`): for handshakes that come late or never, and for the
+/// `/hostile/` routes, which send what no well-behaved server would.
 ///
 /// Only the server's service thread touches it.
 final class RawPeer {
@@ -11,6 +13,10 @@ final class RawPeer {
     let key: String
     let recorder: ServerRecorder
     private var sentClose = false
+    /// What the client sent, on hostile routes.
+    private var reader = ClientFrameReader()
+    /// `slowloris`: the 101 being trickled, and how much of it went out.
+    private var trickle: (bytes: [UInt8], sent: Int)?
 
     init(id: Int, route: ServerRoute, key: String, recorder: ServerRecorder) {
         self.id = id
@@ -32,8 +38,62 @@ final class RawPeer {
             let close: [UInt8] = [0x88, 0x02, 0x03, 0xE8]
             sentClose = true
             return write(wsi, Array(upgrade.utf8) + text + pong + close) ? 0 : -1
+        case .hostile(let behaviour):
+            guard let upgrade = upgradeResponse() else { return -1 }
+            if case .slowloris(let milliseconds) = behaviour {
+                trickle = (Array(upgrade.utf8), 0)
+                lws_set_timer_usecs(wsi, Int64(milliseconds) * 1000)
+                return 0
+            }
+            guard write(wsi, Array(upgrade.utf8) + behaviour.bytesAfterHandshake) else { return -1 }
+            // Routes that may leave the client waiting for bytes never sent drop TCP soon;
+            // the others wait for the client's close, with a safety net.
+            lws_set_timer_usecs(wsi, behaviour.dropsAfterWriting ? 300_000 : 10_000_000)
+            return 0
         default:
             break
+        }
+        return 0
+    }
+
+    /// The next byte of a trickled 101 (`slowloris`), or the end of a hostile connection.
+    private func hostileTimerFired(_ wsi: OpaquePointer, _ behaviour: HostileBehaviour) -> Int32 {
+        guard case .slowloris(let milliseconds) = behaviour, let (bytes, sent) = trickle, sent < bytes.count else {
+            return -1
+        }
+        guard write(wsi, [bytes[sent]]) else { return -1 }
+        trickle = (bytes, sent + 1)
+        lws_set_timer_usecs(wsi, Int64(milliseconds) * 1000)
+        return 0
+    }
+
+    /// Records what the client sent on a hostile route; its close frame ends the connection.
+    private func hostileReceived(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        guard let input, length > 0 else { return 0 }
+        reader.append(UnsafeRawBufferPointer(start: input, count: length))
+        while let frame = reader.nextFrame() {
+            switch frame.opcode {
+            case 0x8:
+                let code: WebSocketCloseCode? = frame.payload.count >= 2
+                    ? WebSocketCloseCode(rawValue: UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]))
+                    : .noStatusReceived
+                let reason = frame.payload.count > 2 ? String(decoding: frame.payload[2...], as: UTF8.self) : ""
+                recorder.change(id) { record in
+                    record.closeCodeReceived = code
+                    record.closeReasonReceived = reason
+                    record.closeReceivedAt = .now
+                }
+                return -1
+            case 0xA:
+                recorder.change(id) { $0.pongsReceived += 1 }
+            case 0x1, 0x2, 0x0:
+                recorder.change(id) { record in
+                    if frame.fin { record.messagesReceived += 1 }
+                    record.bytesReceived += frame.payload.count
+                }
+            default:
+                break
+            }
         }
         return 0
     }
@@ -52,6 +112,7 @@ final class RawPeer {
     func handle(_ wsi: OpaquePointer, reason: lws_callback_reasons, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         switch reason {
         case LWS_CALLBACK_TIMER:
+            if case .hostile(let behaviour) = route { return hostileTimerFired(wsi, behaviour) }
             guard case .slow = route else { return 0 }
             // The late answer: a valid upgrade, then a close frame (1000, "slow").
             guard let response = upgradeResponse() else { return -1 }
@@ -59,6 +120,7 @@ final class RawPeer {
             sentClose = true
             return write(wsi, Array(response.utf8) + closeFrame) ? 0 : -1
         case LWS_CALLBACK_RAW_RX:
+            if case .hostile = route { return hostileReceived(input, length) }
             // The client's answer to our close (or anything after it) ends the connection.
             return sentClose ? -1 : 0
         case LWS_CALLBACK_RAW_CLOSE, LWS_CALLBACK_WSI_DESTROY:

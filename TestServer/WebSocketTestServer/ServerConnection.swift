@@ -85,7 +85,7 @@ final class ServerConnection {
             } else {
                 enqueue(wsi, payload: first + second, binary: false)
             }
-        case .echo, .reject, .slow, .hang, .uncompressed:
+        case .echo, .reject, .slow, .hang, .uncompressed, .hostile:
             break
         }
     }
@@ -123,7 +123,7 @@ final class ServerConnection {
         switch route {
         case .echo, .push, .headers, .close, .drop, .badUTF8:
             enqueue(wsi, payload: message, binary: partialIsBinary)
-        case .stall, .reject, .slow, .hang, .uncompressed:
+        case .stall, .reject, .slow, .hang, .uncompressed, .hostile:
             break
         }
         return 0
@@ -163,8 +163,8 @@ final class ServerConnection {
             }
         } else if case .push(let count, let size, let binary, let fragment) = route, pushed < count {
             let payload = pushBuffer + Self.headroom
-            let size = min(size, pushCapacity)
-            let piece = min(fragment > 0 ? fragment : max(size, 1), pieceLimit)
+            // Messages larger than the push buffer go out in buffer-sized fragments.
+            let piece = min(fragment > 0 ? fragment : max(size, 1), pieceLimit, pushCapacity)
             while pushed < count, budget > 0, !wrote || canWriteMore(wsi) {
                 let length = min(piece, size - pushOffset)
                 Self.fillPushPayload(payload, sequence: pushed, binary: binary, range: pushOffset..<(pushOffset + length))

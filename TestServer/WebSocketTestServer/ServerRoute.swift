@@ -13,6 +13,7 @@
 /// | `/stall` | Completes the handshake, then never reads again (so never answers pings) |
 /// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
 /// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
+/// | `/hostile/<kind>` | Misbehaves below the WebSocket layer, byte by byte (see ``HostileBehaviour``) |
 ///
 /// Any other path is rejected with 404.
 enum ServerRoute: Sendable, Equatable {
@@ -27,6 +28,7 @@ enum ServerRoute: Sendable, Equatable {
     case stall
     case headers
     case badUTF8(split: Bool)
+    case hostile(HostileBehaviour)
 
     init(path: String, query: [String: String]) {
         func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
@@ -55,6 +57,13 @@ enum ServerRoute: Sendable, Equatable {
             self = .headers
         case "/bad-utf8":
             self = .badUTF8(split: query["split"] != nil)
+        case _ where path.hasPrefix("/hostile/"):
+            let kind = String(path.dropFirst("/hostile/".count))
+            if let behaviour = HostileBehaviour(kind: kind, query: query) {
+                self = .hostile(behaviour)
+            } else {
+                self = .reject(status: 404, body: "no hostile behaviour \(kind)", retryAfter: nil, location: nil)
+            }
         default:
             self = .reject(status: 404, body: "no route \(path)", retryAfter: nil, location: nil)
         }
@@ -63,7 +72,7 @@ enum ServerRoute: Sendable, Equatable {
     /// Routes served by taking the socket away from libwebsockets before it answers the upgrade.
     var isRaw: Bool {
         switch self {
-        case .slow, .hang, .uncompressed: true
+        case .slow, .hang, .uncompressed, .hostile: true
         default: false
         }
     }

@@ -27,6 +27,9 @@ extension TestServer {
         public var closeCodeReceived: WebSocketCloseCode?
         /// The reason in the client's close frame.
         public var closeReasonReceived = ""
+        /// Pongs received from the client (counted on `/hostile/` routes only; elsewhere
+        /// libwebsockets consumes them).
+        public var pongsReceived = 0
         /// When the client's close frame arrived.
         public var closeReceivedAt: ContinuousClock.Instant?
         /// When the connection ended.

@@ -1,6 +1,7 @@
 import CLibWebSockets
 import DequeModule
 import FoundationEssentials
+import Glibc
 import Logging
 import SynchronizationSupport
 
@@ -146,8 +147,9 @@ final class ClientTransport: @unchecked Sendable {
             }
             end(connection, connectError: connectError(lwsMessage: message))
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            peerClosed(connection, input: input, length: length)
+            return peerClosed(connection, input: input, length: length)
         case LWS_CALLBACK_CLIENT_CLOSED, LWS_CALLBACK_CLOSED_CLIENT_HTTP:
+            if didOpen { noteProtocolFailure(connection, wsi: wsi) }
             end(connection, connectError: nil)
         case LWS_CALLBACK_TIMER:
             return timerFired(connection)
@@ -342,6 +344,43 @@ final class ClientTransport: @unchecked Sendable {
         finale?.run()
     }
 
+    /// Whether lws failed the connection itself while neither side had closed: it does so
+    /// when a frame breaks RFC 6455 (reserved bits, an unknown opcode, a fragmented or
+    /// oversized control frame, a bad length), dropping TCP without a callback saying why.
+    /// The socket still exists at `CLIENT_CLOSED`; if the peer had not closed it (no EOF
+    /// waiting: `recv` would block, or, without TLS, unread data is waiting), the end was
+    /// lws's decision, not the network's. It is then reported as 1002 (protocol error) with
+    /// a typed error instead of a silent 1006.
+    private func noteProtocolFailure(_ connection: ClientConnection, wsi: OpaquePointer) {
+        let length = Int(lws_get_close_length(wsi))
+        if length >= 2, let payload = lws_get_close_payload(wsi) {
+            let code = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))
+            let detail = String(decoding: UnsafeBufferPointer(start: payload + 2, count: length - 2), as: UTF8.self)
+            _ = connection.machine.withLock {
+                $0.failedByLibrary(code: code, reason: detail.isEmpty ? Self.protocolFailureReason : detail)
+            }
+            return
+        }
+        let descriptor = lws_get_socket_fd(wsi)
+        guard descriptor >= 0 else { return }
+        var byte: UInt8 = 0
+        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        let wouldBlock = peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+        guard wouldBlock || (peeked > 0 && !url.isSecure) else { return }
+        let noted = connection.machine.withLock { $0.failedByLibrary(code: .protocolError, reason: Self.protocolFailureReason) }
+        if noted { connection.logger.debug("libwebsockets failed the connection: the peer broke the protocol") }
+    }
+
+    static let protocolFailureReason = "the peer broke the WebSocket protocol; libwebsockets failed the connection"
+
+    /// Whether bytes from the peer wait unread in the socket (never blocks).
+    private static func unreadInputWaits(on wsi: OpaquePointer) -> Bool {
+        let descriptor = lws_get_socket_fd(wsi)
+        guard descriptor >= 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+
     // MARK: - Service requests
 
     /// Carries out what user tasks asked for (service thread, from posted work).
@@ -393,6 +432,14 @@ final class ClientTransport: @unchecked Sendable {
                 // Data kept arriving: the pong is late because of our own reading, not the peer.
                 pingInFlight?.deadline = lastData + configuration.pongTimeout
                 lws_set_timer_usecs(wsi, (lastData + configuration.pongTimeout - now).microseconds)
+                return 0
+            }
+            if now >= inFlight.deadline, Self.unreadInputWaits(on: wsi) {
+                // The deadline passed while this thread was not running (a loaded machine):
+                // bytes the peer sent wait unread, maybe the pong itself. Read them first.
+                receivedWhilePinging = now
+                pingInFlight?.deadline = now + configuration.pongTimeout
+                lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds)
                 return 0
             }
             if now >= inFlight.deadline {
@@ -460,13 +507,22 @@ final class ClientTransport: @unchecked Sendable {
 
     // MARK: - Peer close
 
-    private func peerClosed(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) {
+    /// The peer's close frame arrived. lws echoes it when this returns 0 (lws itself fails
+    /// reserved codes below 5000; codes from 5000 up are undefined, not forbidden, and are
+    /// echoed). A reason that is not valid UTF-8 fails the connection instead (RFC 6455
+    /// 7.1.6; lws checks it only with `LWS_SERVER_OPTION_VALIDATE_UTF8`): returning -1
+    /// makes lws drop the socket without echoing the close.
+    private func peerClosed(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
         var code = WebSocketCloseCode.noStatusReceived
         var reason = ""
         if let input, length >= 2 {
             let bytes = input.assumingMemoryBound(to: UInt8.self)
             code = WebSocketCloseCode(rawValue: UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
-            reason = String(decoding: UnsafeBufferPointer(start: bytes + 2, count: length - 2), as: UTF8.self)
+            let reasonBytes = UnsafeBufferPointer(start: bytes + 2, count: length - 2)
+            guard let text = String(validating: reasonBytes, as: UTF8.self) else {
+                return failOnBadClose(connection, code: .invalidFramePayloadData, reason: "invalid UTF-8 in the peer's close reason")
+            }
+            reason = text
         }
         configuration.controlFrameObserver?(.closeReceived(code: code, reason: reason))
         let (senders, error) = connection.machine.withLock { machine in
@@ -474,6 +530,20 @@ final class ClientTransport: @unchecked Sendable {
             return (machine.takeParkedSendersIfClosing(), machine.closedError)
         }
         for sender in senders { sender.resume(throwing: error) }
+        return 0
+    }
+
+    /// Fails the connection over a close frame that breaks the protocol; returns -1 for lws.
+    private func failOnBadClose(_ connection: ClientConnection, code: WebSocketCloseCode, reason: String) -> Int32 {
+        connection.logger.debug("\(reason); dropping the connection")
+        let error = WebSocketError.closed(code: code, reason: reason)
+        failing = true
+        let senders = connection.machine.withLock { machine in
+            machine.failed(with: error, closeCode: code, reason: "")
+            return machine.takeParkedSendersIfClosing()
+        }
+        for sender in senders { sender.resume(throwing: error) }
+        return -1
     }
 }
 

@@ -46,6 +46,8 @@ struct ConnectionStateMachine {
     private(set) var phase: Phase = .connecting
     private var connectWaiter: ConnectWaiter?
     private var inbound: InboundQueue
+    /// The most bytes the inbound queue ever held (``InboundQueue/peakBytes``).
+    var inboundPeakBytes: Int { inbound.peakBytes }
     private var outbound: OutboundQueue
     private var pings: [PendingPing] = []
     /// The close frame to send once the outbound queue is written, and whether it went out.
@@ -404,6 +406,16 @@ struct ConnectionStateMachine {
             localCloseTaken = true
         }
         if phase == .open { phase = .closing }
+    }
+
+    /// libwebsockets failed the connection with `code` (e.g. 1002 for a frame that breaks
+    /// the protocol) while neither side had closed. Returns whether that was the case.
+    mutating func failedByLibrary(code: WebSocketCloseCode, reason: String) -> Bool {
+        guard peerClose == nil, !localCloseTaken, pendingError == nil, phase == .open else { return false }
+        if pendingError == nil { pendingError = .closed(code: code, reason: reason) }
+        localClose = (code, reason)
+        localCloseTaken = true
+        return true
     }
 
     // MARK: - Pings
