@@ -154,6 +154,11 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.phase == .open }
     }
 
+    /// The most received bytes ever buffered for the consumer at once (for tests).
+    var inboundPeakBytes: Int {
+        connection.machine.withLock { $0.inboundPeakBytes }
+    }
+
     /// The URL this connection was made to (without user info).
     public var url: String {
         connection.url.description

@@ -39,9 +39,13 @@ struct BackpressureTests {
             }
             #expect(expected == UInt64(count))
             #expect(outOfOrder == 0)
+            // The bound itself: never more than the byte limit plus the message that hit it.
+            // (RSS is printed for the record; with the whole suite running in this process
+            // it is no measure of one connection. Benchmarks/ measures memory.)
             let growth = peak - baseline
-            print("backpressure: pushed \(count * size / 1_048_576) MB, peak RSS growth \(growth / 1_048_576) MB")
-            #expect(growth < 96 * 1024 * 1024, "RSS grew by \(growth / 1_048_576) MB while 200 MB were pushed")
+            print("backpressure: pushed \(count * size / 1_048_576) MB, peak buffered \(connection.inboundPeakBytes / 1024) KiB, peak RSS growth \(growth / 1_048_576) MB")
+            #expect(connection.inboundPeakBytes <= configuration.maxBufferedBytes + size)
+            #expect(connection.inboundPeakBytes >= size, "nothing was ever buffered")
         }
         await loop.shutdown(gracePeriod: .zero)
     }

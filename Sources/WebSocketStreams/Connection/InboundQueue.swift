@@ -19,6 +19,8 @@ struct InboundQueue {
     private var consumers = Deque<Consumer>()
     /// Whether the socket's reading is paused because of this queue.
     private(set) var isReadingPaused = false
+    /// The most bytes ever buffered at once: what the limits let a slow consumer cost.
+    private(set) var peakBytes = 0
 
     init(maxMessages: Int, maxBytes: Int) {
         self.maxMessages = max(1, maxMessages)
@@ -44,6 +46,7 @@ struct InboundQueue {
         if let consumer = consumers.popFirst() { return .deliver(consumer) }
         messages.append(message)
         bytes += message.byteCount
+        if bytes > peakBytes { peakBytes = bytes }
         if !isReadingPaused && (messages.count >= maxMessages || bytes >= maxBytes) {
             isReadingPaused = true
             return .bufferedPauseReading

@@ -39,6 +39,10 @@ final class TestConnectProxy: Sendable {
                 if client < 0 { break }
                 DetachedThread.run(name: "test-proxy-conn") { self.serve(client) }
             }
+            // Closed here, not in `stop`: a descriptor closed while this thread may still
+            // call `accept` on it can be reused by a parallel test's listening socket, and
+            // this proxy would then steal that test's connections.
+            close(listener)
         }
     }
 
@@ -46,8 +50,8 @@ final class TestConnectProxy: Sendable {
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
+        // Wakes the accept loop (accept fails on a shut-down listener), which closes it.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func serve(_ client: Int32) {
