@@ -26,6 +26,8 @@ struct WSBench: AsyncParsableCommand {
                   (the Autobahn|Testsuite client contract)
               asyncstream  no network: the cost of one AsyncStream element, the
                   floor under `messages` (ns_per_element; --url is ignored)
+              churn  --count connect/echo/close cycles, --connections at a time
+                  (default 4); open descriptors and RSS before and after
 
             The clock starts when the first connection is open (W5: when connecting
             starts). Prints one JSON line with client, workload, ok, count, completed,
@@ -33,7 +35,7 @@ struct WSBench: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The workload: W1, W2, W3, W4, W5, W6, autobahn or asyncstream.")
+    @Option(help: "The workload: W1, W2, W3, W4, W5, W6, autobahn, asyncstream or churn.")
     var workload: Workload
 
     @Option(help: "The server URL, e.g. ws://127.0.0.1:9001/echo (not used by asyncstream).")
@@ -138,6 +140,7 @@ struct WSBench: AsyncParsableCommand {
         case .w5: await IdleConnectionsWorkload.run(parameters)
         case .autobahn: await AutobahnEchoClient.run(parameters)
         case .asyncstream: await AsyncStreamFloor.run(parameters)
+        case .churn: await ChurnWorkload.run(parameters)
         }
     }
 }

@@ -18,6 +18,8 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     case autobahn
     /// No network: the cost of one `AsyncStream` element (the floor under `messages`).
     case asyncstream
+    /// `--count` connect / echo / close cycles; descriptors and memory before and after.
+    case churn
 
     /// Messages (W5: connections) when `--count` is not given.
     var defaultCount: Int {
@@ -30,6 +32,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w6: 2_000
         case .autobahn: 0
         case .asyncstream: 2_000_000
+        case .churn: 1_000
         }
     }
 
@@ -40,7 +43,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w2: 1024
         case .w3: 4 * 1024 * 1024
         case .w4, .w6: 128
-        case .w5, .autobahn, .asyncstream: 0
+        case .w5, .autobahn, .asyncstream, .churn: 0
         }
     }
 
@@ -49,6 +52,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         switch self {
         case .w5: count
         case .w6: 100
+        case .churn: 4
         default: 1
         }
     }

@@ -65,6 +65,24 @@ struct WSBenchSmokeTests {
         }
     }
 
+    /// Connection churn in a process of its own (so other tests' sockets do not count):
+    /// descriptors come back to where they were and memory stays within a small constant.
+    @Test("churn: 300 connect/echo/close cycles leave descriptors and memory where they were")
+    func churn() async throws {
+        try await withServer { server in
+            let report = try await runBench(["--workload", "churn", "--url", server.url(path: "/echo"), "--count", "300"])
+            #expect(report["ok"] as? Bool == true)
+            #expect(report["completed"] as? Int == 300)
+            let fdsBefore = try #require(report["fds_before"] as? Int)
+            let fdsAfter = try #require(report["fds_after"] as? Int)
+            let rssBefore = try #require(report["rss_before_kb"] as? Int)
+            let rssAfter = try #require(report["rss_after_kb"] as? Int)
+            print("churn 300: fds \(fdsBefore) -> \(fdsAfter), RSS \(rssBefore) KiB -> \(rssAfter) KiB")
+            #expect(fdsAfter - fdsBefore <= 2)
+            #expect(rssAfter - rssBefore < 4 * 1024)
+        }
+    }
+
     @Test("a refused connection reports ok: false with the error, and exits 1")
     func refused() async throws {
         let result = try await runBenchProcess(["--workload", "W1", "--url", "ws://127.0.0.1:1/echo", "--count", "1"])
