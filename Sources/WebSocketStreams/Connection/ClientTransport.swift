@@ -334,7 +334,7 @@ final class ClientTransport: @unchecked Sendable {
         let error = connectError ?? (didOpen ? nil : self.connectError(
             lwsMessage: handshakeSent ? "the connection closed during the opening handshake" : "could not connect"))
         // A message partly handed to lws never reached the peer whole: unsent too.
-        let unwritten = (inProgress.map { [$0.message] } ?? []) + Array(writing)
+        let unwritten = (inProgress.map { [$0.message] } ?? []) + writing.elementsAsArray
         inProgress = nil
         writing = []
         let finale = connection.machine.withLock { machine in

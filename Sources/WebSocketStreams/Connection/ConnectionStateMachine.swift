@@ -323,7 +323,7 @@ struct ConnectionStateMachine {
     /// get only what is already buffered, and the connection goes away with 1001.
     mutating func consumerCancelled() -> (consumers: [InboundQueue.Consumer], wake: Bool) {
         consumersCancelled = true
-        return (Array(inbound.takeConsumers()), requestClose(code: .goingAway, reason: ""))
+        return (inbound.takeConsumers().elementsAsArray, requestClose(code: .goingAway, reason: ""))
     }
 
     private var consumersCancelled = false
@@ -504,7 +504,7 @@ struct ConnectionStateMachine {
             finale.connectError = pendingError ?? .connectionFailed("the connection closed during the opening handshake")
             connectWaiter = nil
         }
-        finale.consumers = Array(inbound.takeConsumers())
+        finale.consumers = inbound.takeConsumers().elementsAsArray
         let drained = outbound.drain()
         unsentMessages = unwritten + drained.unsent
         finale.parkedSenders = drained.parked

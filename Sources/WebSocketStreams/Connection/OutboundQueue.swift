@@ -97,7 +97,7 @@ struct OutboundQueue {
     /// Empties the queue (the connection ended): the accepted messages never written, and
     /// the parked senders to fail (their messages were never accepted, so not in `unsent`).
     mutating func drain() -> (unsent: [WebSocketMessage], parked: [Sender]) {
-        let unsent = Array(messages)
+        let unsent = messages.elementsAsArray
         let senders = parked.map(\.continuation)
         messages = []
         parked = []

@@ -153,7 +153,7 @@ extension ReconnectingStorage {
     func consumerCancelled() {
         let readers = shared.withLock { shared in
             shared.consumerCancelled = true
-            return Array(shared.readers)
+            return shared.readers.elementsAsArray
         }
         requestEnd(.cancelled, code: .goingAway)
         for reader in readers { reader.consumerCancelled() }
