@@ -83,7 +83,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.gid = -1
         info.uid = -1
         info.timeout_secs = 30
-        let vhostName = LWSStatics.immortalCString("test-server")
+        let vhostName = LWSStatics.serverVhostName
         info.vhost_name = vhostName
         let created: (context: OpaquePointer, vhost: OpaquePointer)? = settings.host.withCString { host in
             withOptionalCString(settings.certificates?.serverCertificateFile) { certificate in

@@ -43,7 +43,6 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     private let loopLogger: Logger
     private var context: OpaquePointer?
     private var vhosts: [VhostKey: OpaquePointer] = [:]
-    private var vhostCount = 0
     /// Strong references to the live connections, dropped at `LWS_CALLBACK_WSI_DESTROY`.
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// The connection whose callback is running, so lws log lines reach its logger.
@@ -84,7 +83,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.timeout_secs = 600
         info.connect_timeout_secs = 600
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
-        let vhostName = LWSStatics.immortalCString("client-default")
+        let vhostName = LWSStatics.clientDefaultVhostName
         info.vhost_name = vhostName
         guard let (context, vhost) = LWSContextFactory.makeContext(&info) else { return nil }
         self.context = context
@@ -206,14 +205,13 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
                 return .failure(.invalidConfiguration("cannot read '\(path)': \(String(cString: strerror(errno)))"))
             }
         }
-        vhostCount += 1
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(Self.protocols)
         info.extensions = key.compression ? UnsafePointer(LWSStatics.clientDeflateExtensions) : nil
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
-        info.vhost_name = LWSStatics.immortalCString("client-\(vhostCount)")
+        info.vhost_name = LWSStatics.clientVhostName
         let created: OpaquePointer? = withOptionalCString(key.trustedCAFile) { ca in
             withOptionalCString(key.clientCertificateFile) { certificate in
                 withOptionalCString(key.clientKeyFile) { privateKey in

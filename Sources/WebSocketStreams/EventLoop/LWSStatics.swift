@@ -60,4 +60,14 @@ package enum LWSStatics {
         policy.initialize(to: lws_retry_bo_t())
         return policy
     }()
+
+    /// Vhost names, which lws keeps by pointer for the vhost's life: one allocation per
+    /// process, not one per loop or vhost (which would leak once the context is gone).
+    /// lws does not need them unique; the loops find their vhosts by their own keys.
+    // nonisolated(unsafe), all three: written once while initialised, then only read.
+    package nonisolated(unsafe) static let clientDefaultVhostName = immortalCString("client-default")
+    /// The name of every vhost a client loop adds after its default one.
+    package nonisolated(unsafe) static let clientVhostName = immortalCString("client")
+    /// The test server's vhost.
+    package nonisolated(unsafe) static let serverVhostName = immortalCString("test-server")
 }
