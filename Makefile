@@ -3,8 +3,12 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BENCH_RUNS ?= 3
+# Swift Testing starts every test at once by default: 220 tests, each with a server
+# thread, on a 2-core machine. Eight at a time is as fast and keeps timing honest.
+TEST_WIDTH ?= 8
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps build demo test test-tsan bench clean
+.PHONY: deps build demo test test-tsan test-asan bench conformance clean
 
 ## deps: install libwebsockets-dev and libssl-dev (Debian/Ubuntu) unless already present
 deps:
@@ -30,13 +34,25 @@ demo: deps
 	@echo "== 2. The bundled TestServer as a process, and wsdump talking to it"
 	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)"
 
-## test: the whole test suite
+## test: the whole test suite, then a quick Autobahn conformance subset (35 cases)
 test: deps
 	$(SWIFT) test
+	Conformance/conformance.sh quick
 
-## test-tsan: the suite under ThreadSanitizer
+## test-tsan: the suite under ThreadSanitizer (slower: fewer tests at a time)
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+## test-asan: the suite under AddressSanitizer, for memory errors. Leak checking is off:
+## LeakSanitizer counts a task still suspended when a command-line tool exits as a leak;
+## leaks per connection are what `wsbench --workload churn` measures.
+test-asan: deps
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 ASAN_OPTIONS=detect_leaks=0 \
+		$(SWIFT) test --sanitize=address --scratch-path .build-asan
+
+## conformance: every Autobahn|Testsuite client case (about an hour); writes CONFORMANCE.md
+conformance: deps
+	Conformance/conformance.sh full
 
 ## bench: wsbench against the raw-C lws client, side by side; writes BENCHMARKS.md
 bench: deps
@@ -48,4 +64,4 @@ bench: deps
 		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md
 
 clean:
-	rm -rf .build .build-tsan
+	rm -rf .build .build-tsan .build-asan

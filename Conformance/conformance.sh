@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs the Autobahn|Testsuite client cases against `wsbench --workload autobahn`.
+#
+#   Conformance/conformance.sh full     every case (12.* and 13.* take 45+ minutes), then
+#                                       writes CONFORMANCE.md           (make conformance)
+#   Conformance/conformance.sh quick    a few cases of every category, under 2 minutes;
+#                                       fails on any verdict other than the expected one
+#                                       (part of make test)
+#
+# The suite itself is not in this repository: ../shared/conformance (or $CONFORMANCE_DIR)
+# holds the script that installs its fuzzingserver from PyPI into a venv and ports it to
+# Python 3, and the driver that runs the cases. The venv lives in .build/autobahn-venv.
+set -euo pipefail
+
+mode="${1:-quick}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+shared="${CONFORMANCE_DIR:-$root/../shared/conformance}"
+if [[ ! -f "$shared/run_client_suite.py" ]]; then
+    if [[ "$mode" == quick && -z "${CONFORMANCE_REQUIRED:-}" ]]; then
+        # make test must work in a checkout without the shared folder next to it.
+        echo "conformance: SKIPPED, the Autobahn driver is not at $shared (set CONFORMANCE_DIR)" >&2
+        exit 0
+    fi
+    echo "conformance: the Autobahn driver is not at $shared (set CONFORMANCE_DIR)" >&2
+    exit 1
+fi
+venv="$root/.build/autobahn-venv"
+if [[ ! -x "$venv/bin/wstest" ]]; then
+    echo "conformance: installing the Autobahn fuzzingserver into $venv (about 30 s, from PyPI)"
+    rm -rf "$venv"
+    mkdir -p "$root/.build"
+    python=/usr/bin/python3
+    [[ -x "$python" ]] || python=python3
+    PYTHON="$python" bash "$shared/setup_fuzzingserver.sh" "$venv" > "$root/.build/autobahn-setup.log" 2>&1 \
+        || { tail -20 "$root/.build/autobahn-setup.log" >&2; exit 1; }
+fi
+
+case "$mode" in
+    full)
+        config=release
+        cases='*'
+        out="$root/.build/conformance-full"
+        ;;
+    quick)
+        config=debug
+        # A few cases of every category, the lws-caused verdicts included (checked below).
+        cases='1.1.1,1.1.8,1.2.8,2.1,2.6,2.10,2.11,3.2,3.7,4.1.3,4.2.5,5.1,5.15,5.20,6.1.3,6.2.4,6.3.2,6.4.3,6.12.8,6.21.3,7.1.6,7.3.2,7.5.1,7.7.1,7.9.4,9.1.1,9.2.1,9.7.1,10.1.1,12.1.1,12.2.3,12.5.2,13.1.1,13.3.2,13.7.3'
+        out="$root/.build/conformance-quick"
+        ;;
+    *)
+        echo "usage: $0 full|quick" >&2
+        exit 2
+        ;;
+esac
+
+swift build -c "$config" --product wsbench
+bin="$(swift build -c "$config" --show-bin-path)"
+rm -rf "$out"
+python3 "$shared/run_client_suite.py" --wstest "$venv/bin/wstest" --agent websocketstreams \
+    --cases "$cases" --out "$out" -- "$bin/wsbench" --workload autobahn --url '{url}'
+python3 "$root/Conformance/verdicts.py" "$mode" "$out/summary.json" "$root/CONFORMANCE.md"
