@@ -18,6 +18,7 @@ final class OutgoingQueue: Sendable {
     }
 
     private let continuation: AsyncStream<Item>.Continuation
+    private let sender: Task<Void, Never>
 
     /// Starts the sending task.
     ///
@@ -29,7 +30,7 @@ final class OutgoingQueue: Sendable {
     init(link: any SessionLink, credits: StandardInput.Credits, upload: FileUpload, post: @escaping @Sendable (SessionEvent) -> Void) {
         let (items, continuation) = AsyncStream<Item>.makeStream()
         self.continuation = continuation
-        Task {
+        sender = Task {
             var bytesQueued = 0
             for await item in items {
                 switch item {
@@ -62,5 +63,13 @@ final class OutgoingQueue: Sendable {
     /// Queues `item` after everything queued before.
     func enqueue(_ item: Item) {
         continuation.yield(item)
+    }
+
+    /// Stops sending (the session is over: anything still queued has nowhere to go) and
+    /// returns once the sending task has ended, so none outlives the session.
+    func stop() async {
+        continuation.finish()
+        sender.cancel()
+        await sender.value
     }
 }

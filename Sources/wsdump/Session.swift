@@ -92,6 +92,7 @@ final class Session {
                 break
             }
         }
+        await outgoing?.stop()
         console.setFooter(nil)
         Terminal.restore()
         await console.flush()
