@@ -155,9 +155,11 @@ final class ReconnectingStorage: Sendable {
             continuation.onTermination = { [weak self] _ in
                 self?.shared.withLock { _ = $0.observers.removeValue(forKey: id) }
             }
+            // Under the lock: a state published right after registering must not be
+            // yielded before this one. (A fresh stream's yield runs no termination handler.)
+            continuation.yield(shared.publishedState)
             return shared.publishedState
         }
-        continuation.yield(current)
         if current.isTerminal { continuation.finish() }
         return stream
     }
