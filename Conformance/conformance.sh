@@ -4,7 +4,7 @@
 #   Conformance/conformance.sh full     every case (12.* and 13.* take 45+ minutes), then
 #                                       writes CONFORMANCE.md           (make conformance)
 #   Conformance/conformance.sh quick    a few cases of every category, under 2 minutes;
-#                                       fails on any verdict other than the expected one
+#                                       fails on any verdict worse than the expected one
 #                                       (part of make test)
 #
 # The suite itself is not in this repository: ../shared/conformance (or $CONFORMANCE_DIR)

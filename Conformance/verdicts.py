@@ -2,8 +2,8 @@
 """Checks the Autobahn verdicts against what is expected, and writes CONFORMANCE.md (full mode).
 
 Every case must be OK or INFORMATIONAL, except the ones listed in LWS_CAUSED, whose verdict
-libwebsockets 4.1.6 decides and which must stay exactly as listed (a change either way is
-news: a regression, or an lws behaviour we can now work around).
+libwebsockets 4.1.6 decides: those may not be worse than listed (better happens when the
+server's bytes arrive in two reads instead of one, and is printed).
 """
 import json
 import sys
@@ -29,6 +29,8 @@ for case in ("3.2", "3.3", "3.4", "4.1.3", "4.1.4", "4.1.5", "4.2.3", "4.2.4", "
                                       "the application can echo the message (the echo is what Autobahn waits for).")
 
 PASSING = {"OK", "INFORMATIONAL"}
+# From best to worst, for comparing a verdict with the one listed in LWS_CAUSED.
+RANK = {"OK": 0, "INFORMATIONAL": 0, "NON-STRICT": 1, "UNIMPLEMENTED": 2, "FAILED": 2}
 ORDER = ["OK", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "FAILED"]
 
 
@@ -41,12 +43,17 @@ def main():
     summary = json.load(open(summary_path))
     cases = summary["cases"]
     unexpected = []
+    better = []
     for case_id, result in sorted(cases.items(), key=lambda item: case_key(item[0])):
         verdict = result.get("behavior", "MISSING")
         expected = LWS_CAUSED.get(case_id, (None,))[0]
         if expected is not None:
-            if verdict != expected:
-                unexpected.append(f"{case_id}: {verdict} (expected {expected}, caused by lws)")
+            # These verdicts depend on how the server's bytes fall into reads (one read or
+            # two), so a run may do better than listed; only worse is a failure.
+            if RANK.get(verdict, len(RANK)) > RANK[expected]:
+                unexpected.append(f"{case_id}: {verdict} (expected at worst {expected}, caused by lws)")
+            elif verdict != expected:
+                better.append(f"{case_id}: {verdict} (listed as {expected})")
         elif verdict not in PASSING:
             unexpected.append(f"{case_id}: {verdict} / {result.get('behaviorClose')} / close {result.get('remoteCloseCode')}")
         if result.get("client_timed_out"):
@@ -58,7 +65,9 @@ def main():
     if unexpected:
         print("conformance: unexpected verdicts:\n  " + "\n  ".join(unexpected), file=sys.stderr)
         return 1
-    print(f"conformance: {len(cases)} cases, every verdict as expected")
+    if better:
+        print("conformance: better than listed this run (timing):\n  " + "\n  ".join(better))
+    print(f"conformance: {len(cases)} cases, no verdict worse than expected")
     return 0
 
 
