@@ -100,7 +100,7 @@ struct ErrorTests {
     func slowHandshake() async throws {
         try await withTestServer { server in
             var configuration = WebSocketConfiguration()
-            configuration.connectTimeout = .seconds(3)
+            configuration.connectTimeout = .seconds(10)
             let started = ContinuousClock.now
             let connection = try await WebSocket.connect(to: server.url(path: "/slow?ms=200"), configuration: configuration)
             #expect(ContinuousClock.now - started >= .milliseconds(200))
