@@ -88,9 +88,11 @@ public final class TaskScope<ID: Equatable & Sendable>: Sendable {
                 // `previous` waited for its own predecessor, and so on: once it
                 // has returned, every older operation has returned too.
                 await previous?.value
-                let isLatest = self?.isLatest(generation) ?? false
+                // Decide before telling the caller: once `task(id:)` has returned, the
+                // operation runs, even if `cancel()` comes at once (it then starts cancelled).
+                let runs = (self?.isLatest(generation) ?? false) && !Task.isCancelled
                 startedContinuation.finish()
-                guard isLatest, !Task.isCancelled else { return }
+                guard runs else { return }
                 await operation()
             }
             return .switched(previous: previous)
