@@ -108,8 +108,9 @@ struct RegressionTests {
                 Issue.record("expected connectionFailed, got \(result)")
                 return
             }
-            // Not the 10 s connect timeout: the abandoned handshake ends after its 1 s grace.
-            #expect(ContinuousClock.now - started < .seconds(4))
+            // Not the 10 s connect timeout: the abandoned handshake ends after its 1 s grace
+            // (the margin is for sanitizer builds on a loaded machine).
+            #expect(ContinuousClock.now - started < .seconds(8))
         }
     }
 }
