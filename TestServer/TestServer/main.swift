@@ -14,8 +14,12 @@ struct TestServerCommand: AsyncParsableCommand {
         abstract: "A local WebSocket server with routes that misbehave on purpose.",
         discussion: """
             Routes: /echo, /push?count=&size=&type=, /close?code=&reason=&after=, /drop?after=,
-            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers. Prints its URL, then serves
-            until interrupted (Ctrl-C or SIGTERM).
+            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1, and
+            /hostile/KIND, which breaks RFC 6455 byte by byte. KIND is garbage?seed=&count=,
+            reserved-bits, unknown-opcode, masked, fragmented-control, huge-length,
+            bad-close-code?code=, long-close-reason, bad-utf8-fragments, ping-flood?count=,
+            slowloris?ms= or fuzz?seed=&count=. Prints its URL, then serves until interrupted
+            (Ctrl-C or SIGTERM).
             """)
 
     @Option(help: "The port to listen on; 0 picks a free one.")

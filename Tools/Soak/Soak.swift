@@ -21,8 +21,8 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "How many ReconnectingWebSockets to run.")
     var sockets = 50
 
-    @Option(help: "How long to run, in seconds.")
-    var duration: Double = 600
+    @Option(help: "How long to run, in seconds (an hour by default; 600 for the 10-minute run).")
+    var duration: Double = 3600
 
     @Option(name: .customLong("drop-every"), help: "Seconds between the server dropping every connection.")
     var dropEvery: Double = 2
@@ -33,6 +33,13 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Seconds between progress reports.")
     var report: Double = 60
 
+    @Option(help: """
+        Use this server (e.g. `TestServer --port 0 --drop-every 2`'s /echo URL) instead of one in \
+        this process: RSS and fds are then the client's alone, but loss and duplicates cannot be \
+        checked (the server's record is not here).
+        """)
+    var url: String?
+
     func validate() throws {
         guard sockets > 0, duration > 0, dropEvery > 0, rate > 0, report > 0 else {
             throw ValidationError("every option must be positive")
@@ -40,6 +47,10 @@ struct Soak: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let url {
+            try await runClientOnly(url: url)
+            return
+        }
         let server = try await TestServer.start(compression: false, recordTexts: true)
         let ledger = Ledger()
         let startRSS = residentMegabytes()
@@ -86,10 +97,48 @@ struct Soak: AsyncParsableCommand {
         if verdict.queuedLost > 0 || verdict.duplicated > 0 { throw ExitCode(1) }
     }
 
+    /// `--url`: the same sockets against an outside server that does the dropping.
+    private func runClientOnly(url: String) async throws {
+        let ledger = Ledger(tracksQueued: false)
+        let startRSS = residentMegabytes()
+        let startFDs = openDescriptors()
+        print("soak (client only): \(sockets) sockets, \(rate) msg/s each, \(duration) s on \(url)")
+        print("start: RSS \(startRSS) MB, \(startFDs) fds")
+        let deadline = ContinuousClock.now + .seconds(duration)
+        var policy = ReconnectPolicy()
+        policy.initialDelay = .milliseconds(100)
+        policy.maxDelay = .seconds(1)
+        let (sockets, rate, report, fixedPolicy) = (sockets, rate, report, policy)
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<sockets {
+                group.addTask {
+                    await Self.runSocket(index, url: url + "?socket=\(index)", policy: fixedPolicy, rate: rate, ledger: ledger, deadline: deadline)
+                }
+            }
+            group.addTask {
+                var next = ContinuousClock.now + .seconds(report)
+                while next < deadline {
+                    try? await Task.sleep(until: next)
+                    print(ledger.clientSummary() + " | RSS \(residentMegabytes()) MB, \(openDescriptors()) fds")
+                    next += .seconds(report)
+                }
+            }
+            await group.waitForAll()
+        }
+        print(ledger.clientSummary())
+        print("end: RSS \(residentMegabytes()) MB (start \(startRSS)), \(openDescriptors()) fds (start \(startFDs))")
+    }
+
     private static func runSocket(
         _ index: Int, server: TestServer, policy: ReconnectPolicy, rate: Double, ledger: Ledger, deadline: ContinuousClock.Instant
     ) async {
-        let socket = ReconnectingWebSocket(to: server.url(path: "/echo?socket=\(index)"), policy: policy) { _ in
+        await runSocket(index, url: server.url(path: "/echo?socket=\(index)"), policy: policy, rate: rate, ledger: ledger, deadline: deadline)
+    }
+
+    private static func runSocket(
+        _ index: Int, url: String, policy: ReconnectPolicy, rate: Double, ledger: Ledger, deadline: ContinuousClock.Instant
+    ) async {
+        let socket = ReconnectingWebSocket(to: url, policy: policy) { _ in
             ledger.connects.add(1, ordering: .relaxed)
         }
         let reader = Task {
@@ -128,8 +177,16 @@ final class Ledger: Sendable {
     let connects = Atomic<Int>(0)
     let drops = Atomic<Int>(0)
     private let queued = Mutex<Set<String>>([])
+    /// Whether queued messages are remembered for ``verify(server:)`` (not with `--url`,
+    /// where the set would only add to the RSS being measured).
+    let tracksQueued: Bool
+
+    init(tracksQueued: Bool = true) {
+        self.tracksQueued = tracksQueued
+    }
 
     func markQueued(_ text: String) {
+        guard tracksQueued else { return }
         queued.withLock { _ = $0.insert(text) }
     }
 
@@ -138,6 +195,12 @@ final class Ledger: Sendable {
         return "sent \(sent.load(ordering: .relaxed)), server received \(received), echoed back \(echoed.load(ordering: .relaxed)), "
             + "refused \(refused.load(ordering: .relaxed)), connects \(connects.load(ordering: .relaxed)), "
             + "drops \(drops.load(ordering: .relaxed)), handshakes \(server.handshakeCount)"
+    }
+
+    /// The client's counters alone (`--url`).
+    func clientSummary() -> String {
+        "sent \(sent.load(ordering: .relaxed)), echoed back \(echoed.load(ordering: .relaxed)), "
+            + "refused \(refused.load(ordering: .relaxed)), connects \(connects.load(ordering: .relaxed))"
     }
 
     /// Queued messages must reach the server exactly once; no message may arrive twice.
