@@ -111,14 +111,18 @@ struct ReconnectTests {
             policy.initialDelay = .milliseconds(100)
             policy.maxDelay = .seconds(1)
             // Read before asking: the server's 3 s start at some point after this.
+            // Its own loop: the timing of attempts is what is tested, and the shared loop can
+            // pause for a moment while another test's new TLS configuration builds its SSL_CTX.
+            let loop = WebSocketEventLoop(name: "reconnect-down")
             let started = ContinuousClock.now
             await server.refuseConnections(for: .seconds(3))
-            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: policy)
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: policy, eventLoop: loop)
             let recorder = StateRecorder(socket)
             try await socket.send(.text("hello"))
             let connectedAt = ContinuousClock.now
             await socket.close()
             await recorder.finished()
+            await loop.shutdown()
 
             #expect(connectedAt - started >= .seconds(3), "\(recorder.timeline.map { ($0.0 - started, $0.1) })")
             // Dropped at accept, an attempt usually fails as connectionFailed; on a loaded
@@ -134,7 +138,7 @@ struct ReconnectTests {
                 default: break
                 }
             }
-            #expect(delays.count >= 3, "attempts while down: \(delays.map { "\($0.cause)" })")
+            #expect(delays.count >= 3, "attempts while down: \(delays.map { "\($0.cause)" }); timeline: \(recorder.timeline.map { ($0.0 - started, $0.1) })")
             #expect(delays.count <= 40)
             for (attempt, delay, _) in delays {
                 #expect(delay <= policy.delayCap(afterAttempt: attempt), "attempt \(attempt): \(delay)")
