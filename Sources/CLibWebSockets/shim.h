@@ -131,6 +131,12 @@ static inline long wss_tls_verify_result(struct lws *wsi, const char **text) {
     return result;
 }
 
+/// Whether the peer ended the TLS session (sent close_notify) on a TLS connection.
+static inline int wss_tls_peer_sent_close_notify(struct lws *wsi) {
+    SSL *ssl = (SSL *)lws_get_ssl(wsi);
+    return ssl && (SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN) ? 1 : 0;
+}
+
 /// Generates a P-256 key pair (EVP_EC_gen is a variadic macro in OpenSSL 3).
 static inline EVP_PKEY *wss_generate_ec_key(void) {
     return EVP_EC_gen("prime256v1");

@@ -23,6 +23,13 @@ extension ClientTransport {
     /// With `direct`, it runs outside any callback (see ``writeDirectly(_:loop:)``): it
     /// then never sends the close frame (only a callback's -1 makes lws close), asking for
     /// the callback instead.
+    /// lws_write failed: the socket is going, by this side's decision (so not reported as
+    /// the peer breaking the protocol when it closes).
+    private func writeFailed() -> Int32 {
+        failing = true
+        return -1
+    }
+
     func writeable(_ connection: ClientConnection, loop: ClientLoop, direct: Bool = false) -> Int32 {
         guard let wsi, !failing else { return failing ? -1 : 0 }
         var payloadWritten = 0
@@ -31,7 +38,7 @@ extension ClientTransport {
         if keepaliveDue, pingInFlight == nil {
             keepaliveDue = false
             keepaliveCounter += 1
-            guard writePing(tag: .keepalive, id: keepaliveCounter, loop: loop) else { return -1 }
+            guard writePing(tag: .keepalive, id: keepaliveCounter, loop: loop) else { return writeFailed() }
             wrote = true
         }
         var budget = ClientLoop.writeBudget
@@ -55,7 +62,7 @@ extension ClientTransport {
                     }
                     for sender in batch.admitted { sender.resume() }
                     for id in batch.pings {
-                        guard writePing(tag: .user, id: id, loop: loop) else { return -1 }
+                        guard writePing(tag: .user, id: id, loop: loop) else { return writeFailed() }
                         wrote = true
                     }
                     writing.append(contentsOf: batch.messages)
@@ -64,7 +71,7 @@ extension ClientTransport {
                 }
                 inProgress = OutgoingMessage(message: writing.removeFirst())
             }
-            guard let written = writeNextFragment(loop: loop) else { return -1 }
+            guard let written = writeNextFragment(loop: loop) else { return writeFailed() }
             wrote = true
             budget -= written
             payloadWritten += written

@@ -149,7 +149,7 @@ final class ClientTransport: @unchecked Sendable {
         case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
             return peerClosed(connection, input: input, length: length)
         case LWS_CALLBACK_CLIENT_CLOSED, LWS_CALLBACK_CLOSED_CLIENT_HTTP:
-            if didOpen { noteProtocolFailure(connection, wsi: wsi) }
+            if didOpen { noteProtocolFailure(connection, wsi: wsi, loop: loop) }
             end(connection, connectError: nil)
         case LWS_CALLBACK_TIMER:
             return timerFired(connection)
@@ -351,7 +351,11 @@ final class ClientTransport: @unchecked Sendable {
     /// waiting: `recv` would block, or, without TLS, unread data is waiting), the end was
     /// lws's decision, not the network's. It is then reported as 1002 (protocol error) with
     /// a typed error instead of a silent 1006.
-    private func noteProtocolFailure(_ connection: ClientConnection, wsi: OpaquePointer) {
+    private func noteProtocolFailure(_ connection: ClientConnection, wsi: OpaquePointer, loop: ClientLoop) {
+        // This side ended it (a failed write, a bad close frame) or the loop is shutting
+        // down; or, with TLS, the peer ended the session (close_notify, FIN maybe later).
+        guard !failing, !loop.isDestroyingContext else { return }
+        if url.isSecure, wss_tls_peer_sent_close_notify(wsi) != 0 { return }
         let length = Int(lws_get_close_length(wsi))
         if length >= 2, let payload = lws_get_close_payload(wsi) {
             let code = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))

@@ -129,7 +129,11 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     func willDestroyContext(_ context: OpaquePointer) {
         self.context = nil
+        isDestroyingContext = true
     }
+
+    /// Set just before lws destroys the context, which closes every connection still open.
+    private(set) var isDestroyingContext = false
 
     func serviceTurnEnded() {
         guard !deliveries.isEmpty else { return }
