@@ -41,6 +41,8 @@ final class ClientTransport: @unchecked Sendable {
     let redactor: SecretRedactor?
 
     var wsi: OpaquePointer?
+    /// The lws log level this connection claimed while the loop holds it (service thread).
+    var claimedLogLevel: Logger.Level?
     /// The upgrade request went out: the server may answer 101 at any moment from now.
     var handshakeSent = false
     var didOpen = false
@@ -543,7 +545,8 @@ final class ClientTransport: @unchecked Sendable {
         let error = WebSocketError.closed(code: code, reason: reason)
         failing = true
         let senders = connection.machine.withLock { machine in
-            machine.failed(with: error, closeCode: code, reason: "")
+            // No close frame goes out (lws drops the socket): closeCode stays 1006.
+            machine.failed(with: error, closeCode: nil)
             return machine.takeParkedSendersIfClosing()
         }
         for sender in senders { sender.resume(throwing: error) }

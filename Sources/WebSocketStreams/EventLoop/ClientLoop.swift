@@ -167,13 +167,19 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         }
         connections[ObjectIdentifier(connection)] = connection
         // lws's log mask is process-global state: only ever changed on a service thread.
-        ServiceThreadLogging.claim(for: connection.logger.logLevel)
+        // The level claimed is remembered: a handler may report another level later.
+        let level = connection.logger.logLevel
+        connection.transport.claimedLogLevel = level
+        ServiceThreadLogging.claim(for: level)
         connection.transport.connect(connection, context: context, vhost: vhost, loop: self)
     }
 
     private func release(_ connection: ClientConnection) {
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
-        ServiceThreadLogging.releaseClaim(for: connection.logger.logLevel)
+        if let level = connection.transport.claimedLogLevel {
+            connection.transport.claimedLogLevel = nil
+            ServiceThreadLogging.releaseClaim(for: level)
+        }
         if connections.isEmpty, let whenAllClosed {
             self.whenAllClosed = nil
             whenAllClosed()
