@@ -68,8 +68,13 @@ final class OutgoingQueue: Sendable {
     /// Stops sending (the session is over: anything still queued has nowhere to go) and
     /// returns once the sending task has ended, so none outlives the session.
     func stop() async {
+        cancel()
+        await sender.value
+    }
+
+    /// Stops sending without waiting for a send or close under way to notice.
+    func cancel() {
         continuation.finish()
         sender.cancel()
-        await sender.value
     }
 }

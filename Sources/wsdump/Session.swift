@@ -92,9 +92,14 @@ final class Session {
                 break
             }
         }
-        await outgoing?.stop()
         console.setFooter(nil)
         Terminal.restore()
+        if interrupts > 1 {
+            // Quitting at once: do not wait for a send or close still under way.
+            outgoing?.cancel()
+        } else {
+            await outgoing?.stop()
+        }
         await console.flush()
         return status
     }
