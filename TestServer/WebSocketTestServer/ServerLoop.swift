@@ -60,14 +60,19 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     /// The thread that services this loop; set right after both are created.
     weak var serviceThread: ServiceThread?
     let pushBuffer: UnsafeMutableRawPointer
+    /// The listen address as C text: lws keeps the pointer in the vhost, so it must live
+    /// as long as the context, not just through `makeContext`.
+    private let interface: UnsafeMutablePointer<CChar>
 
     init(settings: Settings, recorder: ServerRecorder) {
         self.settings = settings
         self.recorder = recorder
         pushBuffer = .allocate(byteCount: ServerConnection.headroom + Self.pushCapacity, alignment: 16)
+        interface = strdup(settings.host)
     }
 
     deinit {
+        free(interface)
         pushBuffer.deallocate()
     }
 
@@ -85,16 +90,15 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.timeout_secs = 30
         let vhostName = LWSStatics.serverVhostName
         info.vhost_name = vhostName
-        let created: (context: OpaquePointer, vhost: OpaquePointer)? = settings.host.withCString { host in
+        info.iface = UnsafePointer(interface)
+        let created: (context: OpaquePointer, vhost: OpaquePointer)? =
             withOptionalCString(settings.certificates?.serverCertificateFile) { certificate in
                 withOptionalCString(settings.certificates?.serverKeyFile) { key in
-                    info.iface = host
                     info.ssl_cert_filepath = certificate
                     info.ssl_private_key_filepath = key
                     return LWSContextFactory.makeContext(&info)
                 }
             }
-        }
         guard let (created, vhost) = created else { return nil }
         context = created
         self.vhost = vhost
