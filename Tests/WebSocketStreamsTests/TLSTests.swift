@@ -1,5 +1,5 @@
 import Testing
-import WebSocketStreams
+@testable import WebSocketStreams
 import WebSocketTestServer
 
 @Suite("TLS against a wss:// test server with certificates generated at start")
@@ -32,6 +32,20 @@ struct TLSTests {
             #expect(await iterator.next() == .text("over TLS"))
             await connection.close()
             #expect(connection.closeCode == .normalClosure)
+        }
+    }
+
+    /// The server's TLS layer says goodbye (close_notify) without a WebSocket close frame:
+    /// an abnormal end, not the peer breaking the WebSocket protocol.
+    @Test("a wss:// drop without a close frame gives 1006, not a protocol error")
+    func tlsDrop() async throws {
+        try await withTestServer(tls: .init()) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            let connection = try await WebSocket.connect(to: server.url(path: "/drop?after=20"), configuration: configuration)
+            for await _ in connection.messages {}
+            #expect(connection.closeCode == .abnormalClosure)
+            #expect(connection.error != .closed(code: .protocolError, reason: ClientTransport.protocolFailureReason))
         }
     }
 
