@@ -31,6 +31,12 @@ if [[ ! -x "$venv/bin/wstest" ]]; then
     mkdir -p "$root/.build"
     python=/usr/bin/python3
     [[ -x "$python" ]] || python=python3
+    if ! "$python" -c 'import ensurepip' 2>/dev/null; then
+        # Debian ships venv support separately.
+        echo "conformance: installing python3-venv with apt-get"
+        sudo=""; [[ "$(id -u)" == 0 ]] || sudo=sudo
+        $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv
+    fi
     PYTHON="$python" bash "$shared/setup_fuzzingserver.sh" "$venv" > "$root/.build/autobahn-setup.log" 2>&1 \
         || { tail -20 "$root/.build/autobahn-setup.log" >&2; exit 1; }
 fi
