@@ -367,24 +367,34 @@ final class ClientTransport: @unchecked Sendable {
             }
             return
         }
-        let descriptor = lws_get_socket_fd(wsi)
-        guard descriptor >= 0 else { return }
-        var byte: UInt8 = 0
-        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        let wouldBlock = peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-        guard wouldBlock || (peeked > 0 && !url.isSecure) else { return }
+        switch Self.peekInput(on: wsi) {
+        case .nothingYet: break
+        case .unread where !url.isSecure: break
+        case .unread, .endOrError: return
+        }
         let noted = connection.machine.withLock { $0.failedByLibrary(code: .protocolError, reason: Self.protocolFailureReason) }
         if noted { connection.logger.debug("libwebsockets failed the connection: the peer broke the protocol") }
     }
 
     static let protocolFailureReason = "the peer broke the WebSocket protocol; libwebsockets failed the connection"
 
-    /// Whether bytes from the peer wait unread in the socket (never blocks).
-    private static func unreadInputWaits(on wsi: OpaquePointer) -> Bool {
+    /// What waits in the connection's socket, looked at without reading or blocking.
+    private enum SocketInput {
+        /// Bytes from the peer not read yet.
+        case unread
+        /// Nothing: the peer has neither sent more nor closed.
+        case nothingYet
+        /// The peer closed (EOF), the socket failed, or there is none.
+        case endOrError
+    }
+
+    private static func peekInput(on wsi: OpaquePointer) -> SocketInput {
         let descriptor = lws_get_socket_fd(wsi)
-        guard descriptor >= 0 else { return false }
+        guard descriptor >= 0 else { return .endOrError }
         var byte: UInt8 = 0
-        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if peeked > 0 { return .unread }
+        return peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .nothingYet : .endOrError
     }
 
     // MARK: - Service requests
@@ -440,7 +450,7 @@ final class ClientTransport: @unchecked Sendable {
                 lws_set_timer_usecs(wsi, (lastData + configuration.pongTimeout - now).microseconds)
                 return 0
             }
-            if now >= inFlight.deadline, Self.unreadInputWaits(on: wsi) {
+            if now >= inFlight.deadline, Self.peekInput(on: wsi) == .unread {
                 // The deadline passed while this thread was not running (a loaded machine):
                 // bytes the peer sent wait unread, maybe the pong itself. Read them first.
                 receivedWhilePinging = now

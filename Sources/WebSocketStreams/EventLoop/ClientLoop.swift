@@ -129,11 +129,11 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     func willDestroyContext(_ context: OpaquePointer) {
         self.context = nil
-        isDestroyingContext = true
     }
 
-    /// Set just before lws destroys the context, which closes every connection still open.
-    private(set) var isDestroyingContext = false
+    /// Whether lws is destroying the context, closing every connection still open (the
+    /// context is forgotten just before; connections exist only while it does).
+    var isDestroyingContext: Bool { context == nil }
 
     func serviceTurnEnded() {
         guard !deliveries.isEmpty else { return }
