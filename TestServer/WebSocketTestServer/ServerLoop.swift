@@ -216,11 +216,8 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             id: id, route: route, recorder: recorder, compressed: compressed, recordTexts: settings.recordTexts)
         connection.wsi = wsi
         attach(connection, to: wsi)
-        let json = JSONText.object([
-            "path": .string(path), "subprotocol": selected.map(JSONText.string) ?? .null,
-            "compressed": .bool(compressed), "headers": .object(headers.mapValues(JSONText.string)),
-        ])
-        connection.established(wsi, headersJSON: json.rendered)
+        let seen = HandshakeSeen(path: path, subprotocol: selected, compressed: compressed, headers: headers)
+        connection.established(wsi, headersJSON: seen.json)
     }
 
     private func handle(
