@@ -412,7 +412,7 @@ struct ConnectionStateMachine {
     /// the protocol) while neither side had closed. Returns whether that was the case.
     mutating func failedByLibrary(code: WebSocketCloseCode, reason: String) -> Bool {
         guard peerClose == nil, !localCloseTaken, pendingError == nil, phase == .open else { return false }
-        if pendingError == nil { pendingError = .closed(code: code, reason: reason) }
+        pendingError = .closed(code: code, reason: reason)
         localClose = (code, reason)
         localCloseTaken = true
         return true
