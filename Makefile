@@ -10,14 +10,14 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
 .PHONY: deps build demo test test-tsan test-asan bench conformance clean
 
-## deps: install libwebsockets-dev and libssl-dev (Debian/Ubuntu) unless already present
+## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
-	@if pkg-config --exists libwebsockets openssl 2>/dev/null; then \
-		echo "deps: libwebsockets $$(pkg-config --modversion libwebsockets), openssl $$(pkg-config --modversion openssl)"; \
+	@if pkg-config --exists libwebsockets openssl zlib 2>/dev/null; then \
+		echo "deps: libwebsockets $$(pkg-config --modversion libwebsockets), openssl $$(pkg-config --modversion openssl), zlib $$(pkg-config --modversion zlib)"; \
 	else \
-		echo "deps: installing libwebsockets-dev libssl-dev pkg-config with apt-get"; \
+		echo "deps: installing libwebsockets-dev libssl-dev zlib1g-dev pkg-config with apt-get"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libwebsockets-dev libssl-dev pkg-config; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libwebsockets-dev libssl-dev zlib1g-dev pkg-config; \
 	fi
 
 build: deps

@@ -28,7 +28,7 @@ let package = Package(
         .systemLibrary(
             name: "CLibWebSockets",
             pkgConfig: "libwebsockets",
-            providers: [.apt(["libwebsockets-dev", "libssl-dev"])]
+            providers: [.apt(["libwebsockets-dev", "libssl-dev", "zlib1g-dev"])]
         ),
         .target(
             name: "SynchronizationSupport",

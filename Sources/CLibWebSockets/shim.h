@@ -11,6 +11,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/ssl.h>
+#include <openssl/rand.h>
+#include <openssl/bio.h>
+#include <zlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>

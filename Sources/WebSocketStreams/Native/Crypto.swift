@@ -1,0 +1,34 @@
+import CLibWebSockets
+
+/// The cryptography the protocol needs, from OpenSSL's libcrypto: SHA-1 for
+/// `Sec-WebSocket-Accept` and random bytes for handshake keys and masking keys.
+/// Nothing here is hand-rolled.
+enum Crypto {
+    /// The SHA-1 digest (20 bytes) of `bytes`.
+    static func sha1(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let input = Array(bytes)
+        let ok = input.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha1(), nil)
+            }
+        }
+        precondition(ok == 1, "libcrypto could not compute SHA-1")
+        return Array(digest.prefix(Int(length)))
+    }
+
+    /// Fills `buffer` with bytes from OpenSSL's CSPRNG.
+    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        let ok = RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count))
+        precondition(ok == 1, "OpenSSL's random generator failed")
+    }
+
+    /// `count` bytes from OpenSSL's CSPRNG.
+    static func randomBytes(count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { fillRandom($0) }
+        return bytes
+    }
+}

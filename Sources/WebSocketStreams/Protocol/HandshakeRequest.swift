@@ -1,0 +1,72 @@
+import FoundationEssentials
+
+/// The client's opening handshake (RFC 6455 section 4.1): an HTTP/1.1 `GET` asking the
+/// server to switch to the WebSocket protocol, as bytes ready to write.
+///
+/// The request is built from already-validated input (``ConfigurationValidator`` rejects
+/// header names that are not tokens, reserved names and values with line breaks), so
+/// nothing here re-checks it. Basic authorization from the URL's user info is the caller's
+/// business too: it passes `Authorization` in `headers`.
+///
+/// ```swift
+/// let request = HandshakeRequest(url: url, headers: [], subprotocols: ["chat"], origin: nil, extensionOffer: nil)
+/// write(request.bytes)
+/// // later: HandshakeValidator.validate(head, key: request.key, ...)
+/// ```
+struct HandshakeRequest: Sendable {
+    /// The magic GUID RFC 6455 appends to the key before hashing it into `Sec-WebSocket-Accept`.
+    static let acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    /// The `Sec-WebSocket-Key` sent: the base64 encoding of 16 random bytes.
+    let key: String
+    /// The whole request: request line, header fields (CRLF line ends) and the blank line.
+    let bytes: [UInt8]
+
+    /// Builds the request for `url`.
+    ///
+    /// Fields appear in this order: `Host` (with the port only when it is not the scheme's
+    /// default, IPv6 literals in brackets), `Upgrade`, `Connection`, `Sec-WebSocket-Key`,
+    /// `Sec-WebSocket-Version: 13`, `Sec-WebSocket-Protocol` (when `subprotocols` is not
+    /// empty, comma-separated in order of preference), `Origin` (when given),
+    /// `Sec-WebSocket-Extensions` (when given), then `headers` in the order given.
+    ///
+    /// - Parameter keyBytes: the 16 nonce bytes behind the key; random unless a test fixes them.
+    init(
+        url: WebSocketURL,
+        headers: [(name: String, value: String)],
+        subprotocols: [String],
+        origin: String?,
+        extensionOffer: String?,
+        keyBytes: [UInt8] = Crypto.randomBytes(count: 16)
+    ) {
+        precondition(keyBytes.count == 16, "the Sec-WebSocket-Key nonce must be 16 bytes (RFC 6455 section 4.1)")
+        key = Data(keyBytes).base64EncodedString()
+
+        var text = "GET \(url.pathAndQuery) HTTP/1.1\r\n"
+        text += "Host: \(url.hostHeader)\r\n"
+        text += "Upgrade: websocket\r\n"
+        text += "Connection: Upgrade\r\n"
+        text += "Sec-WebSocket-Key: \(key)\r\n"
+        text += "Sec-WebSocket-Version: 13\r\n"
+        if !subprotocols.isEmpty {
+            text += "Sec-WebSocket-Protocol: \(subprotocols.joined(separator: ", "))\r\n"
+        }
+        if let origin {
+            text += "Origin: \(origin)\r\n"
+        }
+        if let extensionOffer {
+            text += "Sec-WebSocket-Extensions: \(extensionOffer)\r\n"
+        }
+        for header in headers {
+            text += "\(header.name): \(header.value)\r\n"
+        }
+        text += "\r\n"
+        bytes = Array(text.utf8)
+    }
+
+    /// The `Sec-WebSocket-Accept` value a server must answer `key` with:
+    /// base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")).
+    static func acceptValue(forKey key: String) -> String {
+        Data(Crypto.sha1(Array((key + acceptGUID).utf8))).base64EncodedString()
+    }
+}

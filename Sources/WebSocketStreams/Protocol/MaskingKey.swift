@@ -1,0 +1,78 @@
+/// The 4-byte key a client masks every frame's payload with (RFC 6455 section 5.3).
+///
+/// `bits` holds the key bytes in memory order: storing it writes them in wire order on
+/// any machine.
+struct MaskingKey: Sendable, Hashable {
+    var bits: UInt32
+
+    init(bits: UInt32) { self.bits = bits }
+
+    init(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8) {
+        var bits: UInt32 = 0
+        withUnsafeMutableBytes(of: &bits) { $0[0] = b0; $0[1] = b1; $0[2] = b2; $0[3] = b3 }
+        self.bits = bits
+    }
+
+    /// The key repeated to 8 bytes, starting at key byte `phase` (0-3), as a native
+    /// `UInt64` whose memory bytes are that pattern.
+    func pattern(phase: Int) -> UInt64 {
+        var pattern: UInt64 = 0
+        withUnsafeBytes(of: bits) { key in
+            withUnsafeMutableBytes(of: &pattern) { out in
+                for index in 0..<8 { out[index] = key[(phase + index) & 3] }
+            }
+        }
+        return pattern
+    }
+
+    /// Copies `source` to `destination`, XOR-ing with the key starting at key byte
+    /// `offset % 4` (so a payload can be masked in pieces). Eight bytes at a time.
+    func copyMasked(_ source: UnsafeRawBufferPointer, to destination: UnsafeMutableRawPointer, offset: Int = 0) {
+        let count = source.count
+        guard count > 0, let from = source.baseAddress else { return }
+        let pattern = pattern(phase: offset & 3)
+        var index = 0
+        while index + 16 <= count {
+            let first = from.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            let second = from.loadUnaligned(fromByteOffset: index + 8, as: UInt64.self)
+            destination.storeBytes(of: first ^ pattern, toByteOffset: index, as: UInt64.self)
+            destination.storeBytes(of: second ^ pattern, toByteOffset: index + 8, as: UInt64.self)
+            index += 16
+        }
+        if index + 8 <= count {
+            let word = from.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            destination.storeBytes(of: word ^ pattern, toByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        withUnsafeBytes(of: pattern) { patternBytes in
+            var phase = 0
+            while index < count {
+                destination.storeBytes(of: from.load(fromByteOffset: index, as: UInt8.self) ^ patternBytes[phase],
+                                       toByteOffset: index, as: UInt8.self)
+                index += 1
+                phase += 1
+            }
+        }
+    }
+}
+
+/// Masking keys from OpenSSL's CSPRNG, fetched 4 KiB at a time so a frame costs no
+/// system call or library call of its own (RFC 6455 10.3: keys must be unpredictable).
+struct MaskingKeySource {
+    private var keys: [UInt32]
+    private var index: Int
+
+    init(batchSize: Int = 1024) {
+        keys = [UInt32](repeating: 0, count: batchSize)
+        index = batchSize
+    }
+
+    mutating func next() -> MaskingKey {
+        if index == keys.count {
+            keys.withUnsafeMutableBytes { Crypto.fillRandom($0) }
+            index = 0
+        }
+        defer { index += 1 }
+        return MaskingKey(bits: keys[index])
+    }
+}

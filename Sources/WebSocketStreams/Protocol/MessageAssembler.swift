@@ -1,0 +1,209 @@
+import FoundationEssentials
+
+/// Turns the bytes a server sends into ``InboundEvent``s: frames are decoded by
+/// ``FrameDecoder``, data frames gathered into messages (decompressed when
+/// permessage-deflate is on), text validated as it arrives, control frames reported.
+///
+/// A pure value apart from the zlib stream it may own: it does no I/O, keeps no clock,
+/// and is tested by feeding it bytes. The first broken rule ends it with a
+/// ``ProtocolFailure`` carrying the close code to send:
+/// - 1002: continuation rules (RFC 6455 5.4), RSV1 without a negotiated extension or on
+///   a continuation or control frame (RFC 7692 6.1), and everything ``FrameDecoder`` checks;
+/// - 1007: text that is not UTF-8, failing on the first bad byte even mid-frame;
+/// - 1009: a message over ``maxMessageSize``, failing at the header that announces it
+///   (uncompressed) or as inflation passes the limit (compressed, never allocating past it).
+///
+/// A whole unfragmented, uncompressed message that arrives in one chunk is built straight
+/// from that chunk: one copy, one allocation (none for short text).
+struct MessageAssembler {
+    private enum Kind { case text, binary }
+
+    /// The message being gathered from several frames (or several chunks).
+    private struct Partial {
+        var kind: Kind
+        var isCompressed: Bool
+    }
+
+    let maxMessageSize: Int
+    private var decoder = FrameDecoder()
+    private let inflater: MessageInflater?
+    /// The frame whose payload is arriving.
+    private var frame: FrameHeader?
+    private var partial: Partial?
+    /// Payload of ``partial`` so far (decompressed when compressed).
+    private var payload: [UInt8] = []
+    /// How much of ``payload`` the UTF-8 validator has seen (text only).
+    private var validatedCount = 0
+    private var validator = UTF8Validator()
+    /// Payload of the control frame in progress (at most 125 bytes).
+    private var control: [UInt8] = []
+    /// Set after a close frame or a failure: later bytes are ignored.
+    private(set) var isFinished = false
+
+    /// - Parameters:
+    ///   - maxMessageSize: The largest message accepted, after decompression.
+    ///   - inflater: The negotiated permessage-deflate decompressor, or `nil` when
+    ///     compression is off (then RSV1 is a protocol error).
+    init(maxMessageSize: Int, inflater: MessageInflater? = nil) {
+        self.maxMessageSize = maxMessageSize
+        self.inflater = inflater
+        control.reserveCapacity(125)
+    }
+
+    /// Reads `bytes`, appending what they complete to `events`; returns how many bytes
+    /// it consumed. With `stopAfterMessage` it returns right after the first whole message,
+    /// so a caller whose consumer is full can keep the rest for later; otherwise it
+    /// consumes everything (after a close frame or a failure, the rest is ignored).
+    @discardableResult
+    mutating func read(_ bytes: UnsafeRawBufferPointer, into events: inout [InboundEvent], stopAfterMessage: Bool = false) -> Int {
+        guard !isFinished else { return bytes.count }
+        var input = bytes
+        do throws(ProtocolFailure) {
+            while let piece = try decoder.next(from: &input) {
+                switch piece {
+                case .header(let header):
+                    try begin(header)
+                case .payload(let payload, let endOfFrame):
+                    let eventsBefore = events.count
+                    try consume(payload, endOfFrame: endOfFrame, into: &events)
+                    if isFinished { return bytes.count }
+                    if stopAfterMessage, events.count > eventsBefore, case .message = events[events.count - 1] {
+                        return bytes.count - input.count
+                    }
+                }
+            }
+        } catch {
+            fail(error, into: &events)
+        }
+        return bytes.count
+    }
+
+    // MARK: - Frames
+
+    private mutating func begin(_ header: FrameHeader) throws(ProtocolFailure) {
+        frame = header
+        switch header.opcode {
+        case .close, .ping, .pong:
+            if header.isCompressed { throw .protocolError("a control frame has RSV1 set") }
+            control.removeAll(keepingCapacity: true)
+        case .continuation:
+            guard let partial else { throw .protocolError("a continuation frame arrived with no message to continue") }
+            if header.isCompressed { throw .protocolError("a continuation frame has RSV1 set") }
+            if !partial.isCompressed { try checkLength(adding: header.payloadLength) }
+        case .text, .binary:
+            if partial != nil { throw .protocolError("a new message began before the previous one finished") }
+            if header.isCompressed, inflater == nil {
+                throw .protocolError("a frame has RSV1 set but no extension was negotiated")
+            }
+            if !header.isCompressed { try checkLength(adding: header.payloadLength) }
+            partial = Partial(kind: header.opcode == .text ? .text : .binary, isCompressed: header.isCompressed)
+            validator = UTF8Validator()
+            validatedCount = 0
+        }
+    }
+
+    private func checkLength(adding length: UInt64) throws(ProtocolFailure) {
+        if UInt64(payload.count) + length > UInt64(maxMessageSize) { throw .tooBig(limit: maxMessageSize) }
+    }
+
+    private mutating func consume(
+        _ bytes: UnsafeRawBufferPointer, endOfFrame: Bool, into events: inout [InboundEvent]
+    ) throws(ProtocolFailure) {
+        guard let header = frame else { return }
+        if header.opcode.isControl {
+            control.append(contentsOf: bytes)
+            if endOfFrame { try finishControlFrame(header.opcode, into: &events) }
+            return
+        }
+        guard let message = partial else { return }
+        let endOfMessage = endOfFrame && header.isFinal
+        if message.isCompressed {
+            try inflate(bytes, endOfMessage: endOfMessage)
+        } else if endOfMessage, payload.isEmpty {
+            // The whole message is in `bytes`: build it from there.
+            partial = nil
+            frame = nil
+            events.append(.message(try Self.makeMessage(message.kind, from: bytes)))
+            return
+        } else {
+            if message.kind == .text, !validator.validate(bytes) { throw .invalidPayload("invalid UTF-8 in a text message") }
+            if payload.isEmpty {
+                // The frame's length is known (and within the limit): one allocation for it.
+                payload.reserveCapacity(min(maxMessageSize, Int(clamping: header.payloadLength)))
+            }
+            payload.append(contentsOf: bytes)
+            validatedCount = payload.count
+        }
+        if endOfFrame { frame = nil }
+        if endOfMessage { try finishMessage(message.kind, into: &events) }
+    }
+
+    private mutating func inflate(_ bytes: UnsafeRawBufferPointer, endOfMessage: Bool) throws(ProtocolFailure) {
+        guard let inflater else { return }
+        var outcome = inflater.inflate(bytes, into: &payload, limit: maxMessageSize)
+        if case .ok = outcome, endOfMessage {
+            outcome = inflater.finishMessage(into: &payload, limit: maxMessageSize)
+        }
+        switch outcome {
+        case .ok: break
+        case .tooLarge: throw .tooBig(limit: maxMessageSize)
+        case .corrupt(let reason): throw .invalidPayload("a compressed message could not be inflated: \(reason)")
+        }
+        if partial?.kind == .text, validatedCount < payload.count {
+            let valid = payload.withUnsafeBytes { all in
+                validator.validate(UnsafeRawBufferPointer(rebasing: all[validatedCount...]))
+            }
+            if !valid { throw .invalidPayload("invalid UTF-8 in a text message") }
+            validatedCount = payload.count
+        }
+    }
+
+    private mutating func finishMessage(_ kind: Kind, into events: inout [InboundEvent]) throws(ProtocolFailure) {
+        partial = nil
+        if kind == .text, !validator.isComplete { throw .invalidPayload("a text message ends inside a UTF-8 sequence") }
+        let message: WebSocketMessage
+        switch kind {
+        case .text: message = .text(String(decoding: payload, as: UTF8.self))
+        case .binary: message = .binary(Data(payload))
+        }
+        // Keep a small buffer for the next message; give a large one back.
+        if payload.capacity > 64 * 1024 { payload = [] } else { payload.removeAll(keepingCapacity: true) }
+        validatedCount = 0
+        events.append(.message(message))
+    }
+
+    private static func makeMessage(_ kind: Kind, from bytes: UnsafeRawBufferPointer) throws(ProtocolFailure) -> WebSocketMessage {
+        switch kind {
+        case .binary:
+            return .binary(Data(bytes))
+        case .text:
+            guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
+                throw .invalidPayload("invalid UTF-8 in a text message")
+            }
+            return .text(text)
+        }
+    }
+
+    private mutating func finishControlFrame(_ opcode: FrameOpcode, into events: inout [InboundEvent]) throws(ProtocolFailure) {
+        frame = nil
+        switch opcode {
+        case .ping: events.append(.ping(control))
+        case .pong: events.append(.pong(control))
+        case .close:
+            let parsed = control.withUnsafeBytes { bytes in
+                Result { () throws(ProtocolFailure) in try CloseFrame(parsing: bytes) }
+            }
+            let close = try parsed.get()
+            isFinished = true
+            events.append(.close(close))
+        default: break
+        }
+    }
+
+    private mutating func fail(_ failure: ProtocolFailure, into events: inout [InboundEvent]) {
+        isFinished = true
+        payload = []
+        partial = nil
+        events.append(.failure(failure))
+    }
+}

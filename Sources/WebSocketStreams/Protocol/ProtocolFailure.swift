@@ -1,0 +1,20 @@
+/// Why this side fails a connection (RFC 6455 section 7.1.7): the close code it sends
+/// (1002 protocol error, 1007 invalid payload data, 1009 too big) and a reason for people.
+struct ProtocolFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    var code: WebSocketCloseCode
+    var reason: String
+
+    var description: String { "\(code.rawValue): \(reason)" }
+
+    static func protocolError(_ reason: String) -> ProtocolFailure {
+        ProtocolFailure(code: .protocolError, reason: reason)
+    }
+
+    static func invalidPayload(_ reason: String) -> ProtocolFailure {
+        ProtocolFailure(code: .invalidFramePayloadData, reason: reason)
+    }
+
+    static func tooBig(limit: Int) -> ProtocolFailure {
+        ProtocolFailure(code: .messageTooBig, reason: "message larger than \(limit) bytes")
+    }
+}
