@@ -47,13 +47,6 @@ static inline int wss_custom_header(struct lws *wsi, const char *name, char *des
     return lws_hdr_custom_copy(wsi, destination, capacity, name, (int)strlen(name));
 }
 
-/// The certificate verification error of an `X509_STORE_CTX`, as OpenSSL's text.
-static inline const char *wss_x509_store_error(void *store_context, int *code) {
-    int error = X509_STORE_CTX_get_error((X509_STORE_CTX *)store_context);
-    *code = error;
-    return X509_verify_cert_error_string(error);
-}
-
 /// The `Sec-WebSocket-Accept` value for a `Sec-WebSocket-Key` (RFC 6455 section 4.2.2),
 /// written NUL-terminated to `out` (at least 29 bytes). Used by the test server's raw routes.
 static inline int wss_websocket_accept(const char *key, char *out, size_t capacity) {
@@ -91,26 +84,6 @@ static inline int wss_is_empty_whole_message(enum lws_extension_callback_reasons
         && (type == LWS_WRITE_TEXT || type == LWS_WRITE_BINARY);
 }
 
-/// The permessage-deflate extension callback for clients.
-///
-/// lws 4.1.6's client frame parser (roles/ws/client-parser-ws.c) loops forever when
-/// permessage-deflate is negotiated and a frame arrives that the extension leaves alone:
-/// an uncompressed data frame (RSV1 clear, which RFC 7692 allows) or a control frame with
-/// a payload (a pong). The extension answers PMDR_NOTHING_WE_SHOULD_DO (5); the client
-/// loop only counts the input as consumed for PMDR_DID_NOTHING or PMDR_UNKNOWN (0), so it
-/// hands the same chunk to the application again and again. Answering PMDR_UNKNOWN, what
-/// lws sees when no extension is active, makes it deliver the frame exactly once. lws's
-/// server parser already treats both answers alike. Empty messages go out uncompressed
-/// (see `wss_is_empty_whole_message`).
-static inline int wss_client_pm_deflate(struct lws_context *context, const struct lws_extension *extension,
-                                        struct lws *wsi, enum lws_extension_callback_reasons reason,
-                                        void *user, void *in, size_t length) {
-    if (wss_is_empty_whole_message(reason, in, length)) return 0;
-    int result = lws_extension_callback_pm_deflate(context, extension, wsi, reason, user, in, length);
-    if (reason == LWS_EXT_CB_PAYLOAD_RX && result == 5 /* PMDR_NOTHING_WE_SHOULD_DO */) return 0;
-    return result;
-}
-
 /// The permessage-deflate extension callback for servers: lws's own, except that empty
 /// messages go out uncompressed (see `wss_is_empty_whole_message`).
 static inline int wss_server_pm_deflate(struct lws_context *context, const struct lws_extension *extension,
@@ -118,26 +91,6 @@ static inline int wss_server_pm_deflate(struct lws_context *context, const struc
                                         void *user, void *in, size_t length) {
     if (wss_is_empty_whole_message(reason, in, length)) return 0;
     return lws_extension_callback_pm_deflate(context, extension, wsi, reason, user, in, length);
-}
-
-/// The result of the server certificate check on a TLS connection (`SSL_get_verify_result`),
-/// or 0 (`X509_V_OK`) when there is none (no certificate received yet); `text` receives
-/// OpenSSL's description.
-static inline long wss_tls_verify_result(struct lws *wsi, const char **text) {
-    SSL *ssl = (SSL *)lws_get_ssl(wsi);
-    if (!ssl) return 0;
-    /* Before the server's certificate arrived (a handshake cut short by a timeout or a
-       dropped socket) the result is a placeholder, not a verdict. */
-    if (!SSL_get0_peer_certificate(ssl)) return 0;
-    long result = SSL_get_verify_result(ssl);
-    if (result != X509_V_OK && text) *text = X509_verify_cert_error_string(result);
-    return result;
-}
-
-/// Whether the peer ended the TLS session (sent close_notify) on a TLS connection.
-static inline int wss_tls_peer_sent_close_notify(struct lws *wsi) {
-    SSL *ssl = (SSL *)lws_get_ssl(wsi);
-    return ssl && (SSL_get_shutdown(ssl) & SSL_RECEIVED_SHUTDOWN) ? 1 : 0;
 }
 
 /// Generates a P-256 key pair (EVP_EC_gen is a variadic macro in OpenSSL 3).

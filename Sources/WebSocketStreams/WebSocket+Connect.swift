@@ -17,7 +17,7 @@ extension WebSocket {
     ///   - eventLoop: The loop that services the connection; ``WebSocketEventLoop/shared`` by default.
     /// - Throws: ``WebSocketError`` saying what failed (``WebSocketError/invalidURL(_:)``,
     ///   ``WebSocketError/connectionFailed(_:)``, ``WebSocketError/timedOut``,
-    ///   ``WebSocketError/tlsFailure(_:)``, ``WebSocketError/handshakeRejected(status:headers:)``,
+    ///   ``WebSocketError/tlsFailure(_:)``, ``WebSocketError/handshakeRejected(status:headers:body:)``, ``WebSocketError/proxyRejected(status:headers:)``,
     ///   ``WebSocketError/invalidConfiguration(_:)``), or `CancellationError`.
     public static func connect(
         to url: String,
@@ -30,20 +30,21 @@ extension WebSocket {
         try await eventLoop.ensureStarted()
 
         let proxy = try configuration.proxy.map(HTTPProxy.init(parsing:))
-        let address: String
-        let proxyAddress: String?
+        var target: ConnectTarget
         if let proxy {
-            // The proxy resolves the target; lws only needs the proxy's own address.
-            address = parsed.host
-            let proxyHost = try await resolve(proxy.host, by: deadline)
-            proxyAddress = proxy.lwsAddress(resolvedHost: proxyHost)
+            // The proxy resolves the target; the socket goes to the proxy.
+            target = ConnectTarget(address: try await resolve(proxy.host, by: deadline), port: proxy.port, proxy: proxy)
         } else {
-            address = try await resolve(parsed.host, by: deadline)
-            proxyAddress = nil
+            target = ConnectTarget(address: try await resolve(parsed.host, by: deadline), port: parsed.port)
+        }
+        if parsed.isSecure {
+            // Building a TLS context can take a few hundred milliseconds (the system CAs):
+            // done here, once per TLS setting, never on the event loop's thread.
+            target.tlsContext = try TLSClientContext.shared(for: configuration.tls)
         }
         let connection = ClientConnection(
             url: parsed, configuration: configuration, eventLoop: eventLoop,
-            connectAddress: address, proxy: proxyAddress, handshakeDeadline: deadline)
+            target: target, handshakeDeadline: deadline)
         try await connection.connect()
         return WebSocket(connection: connection)
     }

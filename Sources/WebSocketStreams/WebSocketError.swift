@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// What went wrong with a WebSocket connection.
 ///
 /// Every failure the SDK reports is one of these cases, so callers can match on
@@ -7,7 +9,7 @@
 /// do {
 ///     let connection = try await WebSocket.connect(to: "wss://example.org/feed")
 ///     // ...
-/// } catch WebSocketError.handshakeRejected(let status, let headers) where status == 401 {
+/// } catch WebSocketError.handshakeRejected(let status, let headers, _) where status == 401 {
 ///     print("login needed:", headers["WWW-Authenticate"] ?? "")
 /// } catch let error as WebSocketError {
 ///     print(error)   // e.g. "TLS failure: certificate has expired"
@@ -25,10 +27,14 @@ public enum WebSocketError: Error, Sendable, Hashable {
     case tlsFailure(String)
     /// The server answered the upgrade request with an HTTP status other than 101.
     ///
-    /// `headers` holds the response headers libwebsockets exposes (among them
-    /// `WWW-Authenticate`, `Retry-After`, `Content-Type`, `Location`), keyed by their
-    /// canonical names. libwebsockets 4.1 does not expose the response body.
-    case handshakeRejected(status: Int, headers: [String: String])
+    /// `headers` holds every response header (e.g. `WWW-Authenticate`, `Retry-After`,
+    /// `Location`) as the server spelled its name; `body` holds the response body, at
+    /// most its first 64 KiB (an error page, a JSON reason).
+    case handshakeRejected(status: Int, headers: [String: String], body: Data)
+    /// The HTTP proxy refused to open a tunnel (`CONNECT` answered with a status other
+    /// than 2xx, e.g. 407 when it wants credentials); `headers` holds its response headers
+    /// (e.g. `Proxy-Authenticate`).
+    case proxyRejected(status: Int, headers: [String: String])
     /// The connection is closed (or closing) with this code and reason; thrown by
     /// operations that need an open connection.
     case closed(code: WebSocketCloseCode, reason: String)
@@ -54,13 +60,20 @@ extension WebSocketError: CustomStringConvertible {
         case .connectionFailed(let reason): "connection failed: \(reason)"
         case .timedOut: "timed out waiting for the opening handshake"
         case .tlsFailure(let reason): "TLS failure: \(reason)"
-        case .handshakeRejected(let status, let headers):
-            if let challenge = headers["WWW-Authenticate"] {
+        case .handshakeRejected(let status, let headers, _):
+            if let challenge = headers.value(named: "WWW-Authenticate") {
                 "handshake rejected: HTTP \(status) (WWW-Authenticate: \(challenge))"
-            } else if let retryAfter = headers["Retry-After"] {
+            } else if let retryAfter = headers.value(named: "Retry-After") {
                 "handshake rejected: HTTP \(status) (Retry-After: \(retryAfter))"
             } else {
                 "handshake rejected: HTTP \(status)"
+            }
+        case .proxyRejected(let status, let headers):
+            if status == 407 {
+                "the proxy requires authentication: HTTP 407"
+                    + (headers.value(named: "Proxy-Authenticate").map { " (Proxy-Authenticate: \($0))" } ?? "")
+            } else {
+                "the proxy refused to open a tunnel: HTTP \(status)"
             }
         case .closed(let code, let reason):
             reason.isEmpty ? "connection closed: \(code)" : "connection closed: \(code) \(reason.debugDescription)"
@@ -70,5 +83,14 @@ extension WebSocketError: CustomStringConvertible {
         case .sendQueueFull(let messages, let bytes):
             "send queue full (\(messages) messages, \(bytes) bytes waiting for a connection); the message was not queued"
         }
+    }
+}
+
+extension [String: String] {
+    /// The value of header `name`, whatever the case of its spelling.
+    func value(named name: String) -> String? {
+        if let value = self[name] { return value }
+        let lowered = name.lowercased()
+        return first { $0.key.lowercased() == lowered }?.value
     }
 }

@@ -46,7 +46,7 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
         switch error {
         case .invalidURL, .invalidConfiguration: .usageError
         case .closed, .messageTooLarge, .pongTimeout: .closedWithError
-        case .connectionFailed, .timedOut, .tlsFailure, .handshakeRejected, .sendQueueFull: .connectionFailed
+        case .connectionFailed, .timedOut, .tlsFailure, .handshakeRejected, .proxyRejected, .sendQueueFull: .connectionFailed
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WebSocketStreams
 @testable import wsdump
@@ -12,7 +13,7 @@ struct SmallPartsTests {
         #expect(ExitStatus.forEnd(code: .abnormalClosure, error: nil) == .closedWithError)
         #expect(ExitStatus.forEnd(code: .abnormalClosure, error: .pongTimeout) == .closedWithError)
         #expect(ExitStatus.forFailure(.connectionFailed("refused")) == .connectionFailed)
-        #expect(ExitStatus.forFailure(.handshakeRejected(status: 401, headers: [:])) == .connectionFailed)
+        #expect(ExitStatus.forFailure(.handshakeRejected(status: 401, headers: [:], body: Data())) == .connectionFailed)
         #expect(ExitStatus.forFailure(.invalidConfiguration("x")) == .usageError)
         #expect(ExitStatus.forFailure(.closed(code: 1008, reason: "")) == .closedWithError)
         #expect(ExitStatus.allCases.map(\.rawValue) == [0, 1, 2, 3, 4])

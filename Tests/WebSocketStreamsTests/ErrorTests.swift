@@ -60,7 +60,7 @@ struct ErrorTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/reject?status=401"))
             }
-            guard case .handshakeRejected(let status, let headers) = error else {
+            guard case .handshakeRejected(let status, let headers, _) = error else {
                 Issue.record("expected handshakeRejected, got \(String(describing: error))")
                 return
             }
@@ -76,8 +76,8 @@ struct ErrorTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/reject?status=503&retry-after=7"))
             }
-            #expect(error == .handshakeRejected(status: 503, headers: rejectionHeaders(error)))
-            if case .handshakeRejected(_, let headers) = error { #expect(headers["Retry-After"] == "7") }
+            #expect(error == .handshakeRejected(status: 503, headers: rejectionHeaders(error), body: Data("rejected by the test server".utf8)))
+            if case .handshakeRejected(_, let headers, _) = error { #expect(headers["Retry-After"] == "7") }
         }
     }
 

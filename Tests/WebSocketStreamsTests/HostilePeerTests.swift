@@ -107,19 +107,17 @@ struct HostilePeerTests {
         }
     }
 
-    /// libwebsockets 4.1.6 accepts (and unmasks) a masked server frame, which RFC 6455 5.1
-    /// says a client must reject; the client cannot see the mask bit to do so. What it can
-    /// promise is that nothing breaks: the message arrives and the connection closes cleanly.
-    @Test("a masked server frame (accepted by lws 4.1.6) leaves the connection usable and closable")
+    /// RFC 6455 5.1: a client must fail the connection when a server masks a frame.
+    @Test("a masked server frame fails the connection with 1002")
     func maskedFrame() async throws {
         try await withTestServer { server in
             let connection = try await WebSocket.connect(to: server.url(path: "/hostile/masked"))
             var messages = connection.messages.makeAsyncIterator()
-            #expect(await messages.next() == .text("hi"))
-            await connection.close()
-            #expect(connection.closeCode == .normalClosure)
+            #expect(await messages.next() == nil)
+            #expect(connection.closeCode == .protocolError)
+            #expect(connection.error == .closed(code: .protocolError, reason: "the server sent a masked frame"))
             let seen = try await server.waitUntil { $0.connections.first?.closeCodeReceived != nil }
-            #expect(seen.connections.first?.closeCodeReceived == .normalClosure)
+            #expect(seen.connections.first?.closeCodeReceived == .protocolError)
         }
     }
 

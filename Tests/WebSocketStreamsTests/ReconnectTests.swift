@@ -1,6 +1,7 @@
 import Synchronization
 import SynchronizationSupport
 import TaskLifetimes
+import Foundation
 import Testing
 @testable import WebSocketStreams
 import WebSocketTestServer
@@ -218,7 +219,7 @@ struct ReconnectTests {
             let socket = ReconnectingWebSocket(to: server.url(path: "/reject?status=401"), policy: fastPolicy())
             let recorder = StateRecorder(socket)
             await recorder.finished()
-            guard case .failed(.handshakeRejected(let status, let headers)) = recorder.states.last else {
+            guard case .failed(.handshakeRejected(let status, let headers, _)) = recorder.states.last else {
                 Issue.record("expected failed(handshakeRejected), got \(recorder.states)")
                 return
             }
@@ -226,7 +227,7 @@ struct ReconnectTests {
             #expect(headers["WWW-Authenticate"] != nil)
             #expect(server.snapshot.rejectedHandshakes.count == 1)
             let error = await expectWebSocketError { try await socket.send(.text("x")) }
-            #expect(error == .handshakeRejected(status: 401, headers: headers))
+            #expect(error == .handshakeRejected(status: 401, headers: headers, body: Data("rejected by the test server".utf8)))
         }
     }
 

@@ -39,7 +39,7 @@ struct RegressionTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/reject?status=302&location=\(target)"))
             }
-            #expect(error == .handshakeRejected(status: 302, headers: rejectionHeaders(error)))
+            #expect(error == .handshakeRejected(status: 302, headers: rejectionHeaders(error), body: Data("rejected by the test server".utf8)))
             #expect(rejectionHeaders(error)["Location"] == target)
             #expect(server.snapshot.handshakeCount == 0)
         }
@@ -129,7 +129,7 @@ struct SplitMix {
 }
 
 func rejectionHeaders(_ error: WebSocketError?) -> [String: String] {
-    if case .handshakeRejected(_, let headers) = error { return headers }
+    if case .handshakeRejected(_, let headers, _) = error { return headers }
     return [:]
 }
 

@@ -17,10 +17,6 @@ final class ClientConnection: ServiceThreadWork {
     let url: WebSocketURL
     let configuration: WebSocketConfiguration
     let logger: Logger
-    let vhostKey: ClientLoop.VhostKey
-    /// The address lws connects to: a numeric address, or the host name when a proxy
-    /// resolves it.
-    let connectAddress: String
     let transport: ClientTransport
     let machine: AnnotatedMutex<ConnectionStateMachine>
     private let eventLoop: WebSocketEventLoop
@@ -30,21 +26,15 @@ final class ClientConnection: ServiceThreadWork {
 
     init(
         url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
-        connectAddress: String, proxy: String?, handshakeDeadline: ContinuousClock.Instant
+        target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant
     ) {
         self.url = url
         self.configuration = configuration
         self.logger = configuration.logger
         self.eventLoop = eventLoop
-        self.connectAddress = connectAddress
-        vhostKey = ClientLoop.VhostKey(
-            compression: configuration.compression,
-            trustedCAFile: url.isSecure ? configuration.tls.trustedCAFile : nil,
-            clientCertificateFile: url.isSecure ? configuration.tls.clientCertificateFile : nil,
-            clientKeyFile: url.isSecure ? configuration.tls.clientKeyFile : nil,
-            proxy: proxy)
         machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration))
-        transport = ClientTransport(configuration: configuration, url: url, handshakeDeadline: handshakeDeadline)
+        transport = ClientTransport(
+            configuration: configuration, url: url, target: target, handshakeDeadline: handshakeDeadline)
     }
 
     // MARK: - Service thread entry

@@ -1,123 +1,303 @@
-import CLibWebSockets
 import FoundationEssentials
 import Logging
 import SynchronizationSupport
 
 extension ClientTransport {
-    /// One chunk of a data message arrived (`LWS_CALLBACK_CLIENT_RECEIVE`).
-    ///
-    /// A message that fits in one chunk (the common case) is built straight from lws's
-    /// buffer: one copy, no intermediate buffer. Longer messages are assembled; text is
-    /// validated chunk by chunk so invalid UTF-8 fails the connection at once (1007).
-    func receive(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int, loop: ClientLoop) -> Int32 {
-        guard !failing, let wsi else { return failing ? -1 : 0 }
-        let chunk = UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length)
-        if pingInFlight != nil { receivedWhilePinging = .now }
-        let isFinal = lws_is_final_fragment(wsi) != 0
-        let limit = configuration.maxMessageSize
-
-        if partial == nil {
-            let isBinary = lws_frame_is_binary(wsi) != 0
-            if isFinal {
-                guard length <= limit else { return fail(connection, tooLarge: limit) }
-                if isBinary {
-                    return deliver(connection, loop, .binary(Data(chunk)))
-                }
-                guard let text = String(validating: chunk.bindMemory(to: UInt8.self), as: UTF8.self) else {
-                    return failInvalidUTF8(connection)
-                }
-                return deliver(connection, loop, .text(text))
-            }
-            let expected = min(limit, length + Int(lws_remaining_packet_payload(wsi)))
-            if isBinary {
-                var data = Data()
-                data.reserveCapacity(expected)
-                partial = .binary(data)
-            } else {
-                var bytes: [UInt8] = []
-                bytes.reserveCapacity(expected)
-                partial = .text(bytes, UTF8Validator())
-            }
-            partialSize = 0
+    /// Bytes arrived from the socket (`LWS_CALLBACK_RAW_RX`).
+    func received(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+        if let tls, !isTunnelling {
+            tls.receiveCiphertext(bytes)
+            pumpTLS(connection, loop: loop)
+        } else {
+            receivedPlaintext(connection, bytes, loop: loop)
         }
+        flush(connection, loop: loop)
+    }
 
-        partialSize += length
-        guard partialSize <= limit else { return fail(connection, tooLarge: limit) }
-        switch partial {
-        case .binary(var data):
-            partial = nil  // keep the buffer uniquely referenced while appending
-            data.append(contentsOf: chunk)
-            if isFinal { return deliver(connection, loop, .binary(data)) }
-            partial = .binary(data)
-        case .text(var bytes, var validator):
-            partial = nil
-            guard validator.validate(chunk) else { return failInvalidUTF8(connection) }
-            bytes.append(contentsOf: chunk)
-            if isFinal {
-                guard validator.isComplete else { return failInvalidUTF8(connection) }
-                return deliver(connection, loop, .text(String(decoding: bytes, as: UTF8.self)))
+    private var isTunnelling: Bool {
+        if case .tunnelling = phase { return true }
+        return false
+    }
+
+    /// Decrypts what TLS holds and hands it on, until it holds nothing, reading is
+    /// paused, or the connection is past reading. Also runs the TLS handshake.
+    ///
+    /// Reading pauses in the middle of what TLS has buffered (decrypted or not): nothing
+    /// more is decrypted then, and lws stops polling the socket. When reading resumes,
+    /// this runs again from posted work, since no poll event will announce bytes that
+    /// are already inside TLS.
+    func pumpTLS(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let tls else { return }
+        if case .securing = phase {
+            continueTLSHandshake(connection, loop: loop)
+            return
+        }
+        let scratch = loop.readScratch
+        while !readingPaused, !dropRequested, !hasEnded {
+            switch tls.readPlaintext(into: scratch) {
+            case .bytes(let count):
+                receivedPlaintext(connection, UnsafeRawBufferPointer(rebasing: scratch[..<count]), loop: loop)
+            case .wantsMoreInput:
+                return
+            case .closedByPeer:
+                // close_notify: the peer is gone. Without a close frame first, that is a 1006.
+                connection.logger.debug("the server ended the TLS session")
+                requestDrop()
+                return
+            case .failed(let reason):
+                connection.logger.debug("TLS failed: \(reason)")
+                if !isOpen { handshakeError = .tlsFailure("\(reason) (\(url.hostHeader))") }
+                requestDrop()
+                return
             }
-            partial = .text(bytes, validator)
-        case nil:
+        }
+    }
+
+    /// Runs the TLS handshake as far as the bytes received allow.
+    func continueTLSHandshake(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let tls else { return }
+        switch tls.continueHandshake() {
+        case .wantsMoreInput:
+            flushCiphertext(connection, loop: loop)
+        case .failed(let error):
+            flushCiphertext(connection, loop: loop)
+            failHandshake(connection, error)
+        case .done:
+            connection.logger.trace("TLS established with \(url.hostHeader)\(tls.isResumed ? " (resumed session)" : "")")
+            sendUpgradeRequest(connection, loop: loop)
+            pumpTLS(connection, loop: loop)
+        }
+    }
+
+    /// Plaintext from the socket or from TLS, handled by phase.
+    func receivedPlaintext(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+        switch phase {
+        case .tunnelling(var parser):
+            phase = .idle
+            do {
+                guard let (head, consumed) = try parser.parse(bytes) else {
+                    phase = .tunnelling(parser)
+                    return
+                }
+                guard (200..<300).contains(head.status) else {
+                    failHandshake(connection, .proxyRejected(status: head.status, headers: head.headerDictionary))
+                    return
+                }
+                connection.logger.trace("the proxy opened a tunnel to \(url.hostHeader)")
+                startTLSOrUpgrade(connection, loop: loop)
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
+                if !rest.isEmpty { received(connection, rest, loop: loop) }
+            } catch {
+                failHandshake(connection, .connectionFailed("the proxy's answer to CONNECT is not HTTP: \(error)"))
+            }
+        case .upgrading(var parser):
+            phase = .idle
+            do {
+                guard let (head, consumed) = try parser.parse(bytes) else {
+                    phase = .upgrading(parser)
+                    return
+                }
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
+                upgradeAnswered(connection, head: head, rest: rest, loop: loop)
+            } catch {
+                failHandshake(connection, .connectionFailed("the server's answer to the upgrade request is not valid HTTP: \(error)"))
+            }
+        case .rejected(let head, var body):
+            if body.append(bytes) {
+                failHandshake(connection, rejection(head, body: body))
+            } else {
+                phase = .rejected(head, body)
+            }
+        case .open:
+            readFrames(connection, bytes, loop: loop)
+        case .idle, .connecting, .securing, .ended:
             break
         }
-        return 0
+    }
+
+    /// The server answered the upgrade request.
+    private func upgradeAnswered(
+        _ connection: ClientConnection, head: HTTPResponseHead, rest: UnsafeRawBufferPointer, loop: ClientLoop
+    ) {
+        let offeredExtensions = configuration.compression ? ["permessage-deflate"] : []
+        switch HandshakeValidator.validate(
+            head, key: request.key, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
+        ) {
+        case .success(let negotiated):
+            opened(connection, negotiated: negotiated, loop: loop)
+            if isOpen, !rest.isEmpty { readFrames(connection, rest, loop: loop) }
+        case .failure(.rejected):
+            var body = HTTPBodyCollector(head: head)
+            if body.append(rest) {
+                failHandshake(connection, rejection(head, body: body))
+            } else {
+                phase = .rejected(head, body)
+            }
+        case .failure(.invalid(let reason)):
+            failHandshake(connection, .connectionFailed("\(reason) (\(url.hostHeader))"))
+        }
+    }
+
+    /// The typed error for an upgrade the server refused.
+    func rejection(_ head: HTTPResponseHead, body: HTTPBodyCollector) -> WebSocketError {
+        .handshakeRejected(status: head.status, headers: head.headerDictionary, body: Data(body.body))
+    }
+
+    // MARK: - The protocol
+
+    /// Feeds frames to the assembler and acts on what they amount to, one message at a
+    /// time: when the consumer's buffer fills up and reading pauses, the bytes not read
+    /// yet are held (at most one read's worth) and read when reading resumes, so the
+    /// buffer never holds more than one message past its limit.
+    private func readFrames(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+        if !heldInput.isEmpty {
+            heldInput.append(contentsOf: bytes)
+            return
+        }
+        var rest = bytes
+        while !rest.isEmpty, isOpen {
+            guard var assembler else { return }
+            self.assembler = nil
+            let consumed = assembler.read(rest, into: &events, stopAfterMessage: true)
+            self.assembler = assembler
+            handleEvents(connection, loop: loop)
+            rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
+            if readingPaused, !rest.isEmpty, assembler.isFinished == false {
+                heldInput.append(contentsOf: rest)
+                return
+            }
+        }
+    }
+
+    private func handleEvents(_ connection: ClientConnection, loop: ClientLoop) {
+        guard !events.isEmpty else { return }
+        let now = ContinuousClock.now
+        keepalive?.dataReceived(at: now)
+        for event in events {
+            switch event {
+            case .message(let message):
+                deliver(connection, message, loop: loop)
+            case .ping(let payload):
+                writer.enqueueControl(.pong, payload: payload)
+            case .pong(let payload):
+                pongReceived(connection, payload, at: now)
+            case .close(let frame):
+                peerClosed(connection, frame)
+            case .failure(let failure):
+                fail(connection, failure)
+            }
+        }
+        events.removeAll(keepingCapacity: events.count <= 1024)
     }
 
     /// Hands a complete message to the state machine. A waiting consumer is resumed after
     /// this lws pass (``ClientLoop/deliverAfterTurn(_:_:)``), so the rest of the pass's
     /// messages are already queued when it runs: one wake-up per pass, not per message.
-    private func deliver(_ connection: ClientConnection, _ loop: ClientLoop, _ message: WebSocketMessage) -> Int32 {
-        partial = nil
+    private func deliver(_ connection: ClientConnection, _ message: WebSocketMessage, loop: ClientLoop) {
         switch connection.machine.withLock({ $0.receive(message) }) {
         case .deliver(let consumer, let message):
             loop.deliverAfterTurn(consumer, message)
         case .pauseReading:
-            if let wsi, !readingPaused {
-                readingPaused = true
-                lws_rx_flow_control(wsi, 0)
-                // Pongs cannot be read either: stop the keep-alive until reading resumes,
-                // or a healthy peer behind a slow consumer would look dead.
-                if !closeTimerArmed { lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL) }
-            }
+            pauseReading()
         case .none:
             break
         }
-        return 0
     }
 
-    private func fail(_ connection: ClientConnection, tooLarge limit: Int) -> Int32 {
-        connection.logger.debug("incoming message exceeds maxMessageSize (\(limit) bytes); closing with 1009")
-        return fail(connection, error: .messageTooLarge(limit: limit), code: .messageTooBig, reason: "message too big")
+    func pauseReading() {
+        guard !readingPaused, let socket else { return }
+        readingPaused = true
+        socket.setReading(false)
+        // Pongs cannot be read either: no pong deadline until reading resumes, or a
+        // healthy peer behind a slow consumer would look dead.
+        keepalive?.pause()
+        armTimer()
     }
 
-    private func failInvalidUTF8(_ connection: ClientConnection) -> Int32 {
-        connection.logger.debug("text message is not valid UTF-8; closing with 1007")
-        let reason = "invalid UTF-8 in a text message"
-        return fail(connection, error: .closed(code: .invalidFramePayloadData, reason: reason),
-                    code: .invalidFramePayloadData, reason: reason)
+    func resumeReading(_ connection: ClientConnection, loop: ClientLoop) {
+        guard readingPaused, let socket else { return }
+        readingPaused = false
+        if !heldInput.isEmpty {
+            let held = heldInput
+            heldInput = []
+            held.withUnsafeBytes { readFrames(connection, $0, loop: loop) }
+            flush(connection, loop: loop)
+            if readingPaused { return }
+        }
+        socket.setReading(true)
+        keepalive?.resume(at: .now)
+        armTimer()
+        // Bytes TLS decrypted (or received) before the pause wait inside it.
+        if tls != nil {
+            pumpTLS(connection, loop: loop)
+            flush(connection, loop: loop)
+        }
     }
 
-    /// Fails the connection from this side: sends a close frame with `code` and drops
-    /// whatever else arrives.
-    func fail(_ connection: ClientConnection, error: WebSocketError, code: WebSocketCloseCode, reason: String) -> Int32 {
-        failing = true
-        partial = nil
+    private func pongReceived(_ connection: ClientConnection, _ payload: [UInt8], at now: ContinuousClock.Instant) {
+        guard let (ping, roundTrip) = keepalive?.pongReceived(payload, at: now) else { return }
+        configuration.controlFrameObserver?(.pongReceived(roundTrip: roundTrip))
+        if ping.tag == .user, let (waiter, userRoundTrip) = connection.machine.withLock({ $0.pong(id: ping.id, at: now) }) {
+            waiter.resume(returning: userRoundTrip)
+        }
+        armTimer()
+    }
+
+    /// The peer's close frame: reported, and answered with the same code (RFC 6455 5.5.1)
+    /// unless this side's close frame went first.
+    private func peerClosed(_ connection: ClientConnection, _ frame: CloseFrame) {
+        closing.received = true
+        let code = frame.code ?? .noStatusReceived
+        configuration.controlFrameObserver?(.closeReceived(code: code, reason: frame.reason))
+        let (senders, error) = connection.machine.withLock { machine in
+            machine.peerClosed(code: code, reason: frame.reason)
+            return (machine.takeParkedSendersIfClosing(), machine.closedError)
+        }
+        for sender in senders { sender.resume(throwing: error) }
+        if !writer.isClosing { queueClose(CloseFrame(code: frame.code), now: true) }
+        closeProgressed(connection)
+    }
+
+    /// Fails the connection from this side: the close frame with the failure's code goes
+    /// out ahead of anything not yet started, and nothing more is read.
+    func fail(_ connection: ClientConnection, _ failure: ProtocolFailure) {
+        if failure.code == .messageTooBig {
+            connection.logger.debug("an incoming message exceeds maxMessageSize (\(configuration.maxMessageSize) bytes); closing with 1009")
+        } else {
+            connection.logger.debug("failing the connection: \(failure.reason); closing with \(failure.code.rawValue)")
+        }
+        closing.failing = true
+        let error: WebSocketError = failure.code == .messageTooBig
+            ? .messageTooLarge(limit: configuration.maxMessageSize)
+            : .closed(code: failure.code, reason: failure.reason)
         let senders = connection.machine.withLock { machine in
-            machine.failed(with: error, closeCode: code, reason: reason)
+            machine.failed(with: error, closeCode: failure.code, reason: failure.reason)
             return machine.takeParkedSendersIfClosing()
         }
         for sender in senders { sender.resume(throwing: error) }
-        if let wsi { sendClose(wsi, code: code, reason: reason) }
-        return -1
+        queueClose(CloseFrame(code: failure.code, reason: failure.reason), now: true)
+        closing.deadline = .now + Self.lingerAfterClose
+        armTimer()
     }
 
-    /// Sets the close frame lws sends when the callback returns -1.
-    func sendClose(_ wsi: OpaquePointer, code: WebSocketCloseCode, reason: String) {
-        configuration.controlFrameObserver?(.closeSent(code: code, reason: reason))
-        var reason = reason
-        reason.withUTF8 { bytes in
-            wss_close_reason(wsi, UInt32(code.rawValue), bytes.baseAddress, bytes.count)
+    /// Queues this side's close frame: behind the queued messages, or (`now`) ahead of
+    /// those not started yet.
+    func queueClose(_ frame: CloseFrame, now: Bool) {
+        guard !writer.isClosing else { return }
+        closeFrameQueued = frame
+        if now { writer.enqueueCloseNow(frame) } else { writer.enqueueClose(frame) }
+    }
+
+    /// After a close frame went out or came in: once both have (or this side failed the
+    /// connection and its frame is out), wait briefly for the server to end TCP.
+    func closeProgressed(_ connection: ClientConnection) {
+        guard closing.sent, closing.received || closing.failing else { return }
+        // The closing handshake is complete: end the TLS session too (close_notify).
+        if closing.received { tls?.close() }
+        let linger = ContinuousClock.now + Self.lingerAfterClose
+        if closing.deadline.map({ $0 > linger }) ?? true {
+            closing.deadline = linger
+            armTimer()
         }
     }
 }

@@ -1,175 +1,184 @@
-import CLibWebSockets
 import FoundationEssentials
 import Glibc
-import Synchronization
+import Logging
 import SynchronizationSupport
+import Synchronization
 
 extension ClientTransport {
-    /// The socket can take more (`LWS_CALLBACK_CLIENT_WRITEABLE`).
+    /// The most one flush encodes before it lets the loop serve other connections.
+    static let flushBudget = 1 << 20
+
+    /// Writes everything that is waiting, as far as the socket takes it: first bytes an
+    /// earlier write left over, then frames encoded into the loop's scratch buffer (and
+    /// through TLS when there is TLS) and sent from there. What the kernel does not take
+    /// is kept in ``pendingOutput`` and the rest waits for `RAW_WRITEABLE`.
     ///
-    /// Writes pings first, then queued messages up to ``ClientLoop/writeBudget`` bytes
-    /// (taking them from the shared queue in batches, one lock per batch), then the close
-    /// frame once nothing is left. Messages longer than ``ClientLoop/fragmentSize`` go out
-    /// as fragments through the loop's one write buffer, so memory stays bounded however
-    /// large the message. Asks to be called again while anything remains.
-    ///
-    /// lws corrupts the stream if `lws_write` is called again while it still holds part
-    /// of an earlier frame (the new frame loses its header) or is still draining a
-    /// compressed message (the new message becomes its continuation). lws calls this
-    /// callback only once both are drained, so the first write is always safe; another
-    /// write follows only while nothing is buffered and no large compressed message may be
-    /// draining. The close frame is only sent at the start of a pass for the same reason.
-    ///
-    /// With `direct`, it runs outside any callback (see ``writeDirectly(_:loop:)``): it
-    /// then never sends the close frame (only a callback's -1 makes lws close), asking for
-    /// the callback instead.
-    /// lws_write failed: the socket is going, by this side's decision (so not reported as
-    /// the peer breaking the protocol when it closes).
-    private func writeFailed() -> Int32 {
-        failing = true
-        return -1
+    /// Called wherever something may have been queued: after reads (pongs, a close
+    /// answer), from posted work (user sends), on writable callbacks and timers. It never
+    /// blocks, and costs nothing when there is nothing to write.
+    func flush(_ connection: ClientConnection, loop: ClientLoop) {
+        guard socket != nil, !dropRequested, !hasEnded else { return }
+        guard drainPending(connection) else { return }
+        if isOpen {
+            var budget = Self.flushBudget
+            while budget > 0 {
+                takeFromConnection(connection)
+                let scratch = loop.writeScratch
+                let count = writer.fill(scratch)
+                guard count > 0 else { break }
+                budget -= count
+                let encoded = UnsafeRawBufferPointer(rebasing: scratch[..<count])
+                if let tls {
+                    guard tls.writePlaintext(encoded) else {
+                        writeFailed(connection, reason: "TLS refused to encrypt")
+                        return
+                    }
+                    flushCiphertext(connection, loop: loop)
+                } else {
+                    sendOrKeep(encoded, connection: connection)
+                }
+                if dropRequested || !pendingOutput.isEmpty { break }
+            }
+            if writer.hasWork || connection.machine.withLock({ $0.hasPendingWrites(mayPing: keepalive?.mayPing ?? false) }) {
+                requestWritable()
+            }
+            noteBytesWritten(connection)
+            if writer.closeWritten, pendingOutput.isEmpty, !closing.sent {
+                closing.sent = true
+                if let frame = closeFrameQueued, let code = frame.code {
+                    configuration.controlFrameObserver?(.closeSent(code: code, reason: frame.reason))
+                }
+                closeProgressed(connection)
+                if tls != nil { flushCiphertext(connection, loop: loop) }
+            }
+        } else if tls != nil {
+            flushCiphertext(connection, loop: loop)
+        }
     }
 
-    func writeable(_ connection: ClientConnection, loop: ClientLoop, direct: Bool = false) -> Int32 {
-        guard let wsi, !failing else { return failing ? -1 : 0 }
-        var payloadWritten = 0
-        defer { if payloadWritten > 0 { connection.bytesWritten.add(payloadWritten, ordering: .relaxed) } }
-        var wrote = false
-        if keepaliveDue, pingInFlight == nil {
-            keepaliveDue = false
-            keepaliveCounter += 1
-            guard writePing(tag: .keepalive, id: keepaliveCounter, loop: loop) else { return writeFailed() }
-            wrote = true
+    /// Takes messages, pings and the close frame from the state machine into the writer.
+    private func takeFromConnection(_ connection: ClientConnection) {
+        guard writer.wantsMessages else { return }
+        var batch = ConnectionStateMachine.WriteBatch()
+        swap(&batch, &spareBatch)
+        defer {
+            batch.removeAll()
+            swap(&batch, &spareBatch)
         }
-        var budget = ClientLoop.writeBudget
-        var moreQueued = false
-        var mustYield = false
-        while budget > 0 {
-            if wrote, mustYield || lws_partial_buffered(wsi) != 0 { break }
-            if inProgress == nil {
-                if writing.isEmpty {
-                    // The batch's arrays are reused from pass to pass: no allocation per write.
-                    var batch = ConnectionStateMachine.WriteBatch()
-                    swap(&batch, &spareBatch)
-                    defer {
-                        batch.removeAll()
-                        swap(&batch, &spareBatch)
-                    }
-                    let mayPing = pingInFlight == nil
-                    moreQueued = connection.machine.withLock { machine in
-                        machine.takeWrites(budget: budget, into: &batch, mayPing: mayPing, now: .now)
-                        return machine.hasPendingWrites(mayPing: false)
-                    }
-                    for sender in batch.admitted { sender.resume() }
-                    for id in batch.pings {
-                        guard writePing(tag: .user, id: id, loop: loop) else { return writeFailed() }
-                        wrote = true
-                    }
-                    writing.append(contentsOf: batch.messages)
-                    if let close = batch.close { closeToSend = close }
-                    if writing.isEmpty { break }
-                }
-                inProgress = OutgoingMessage(message: writing.removeFirst())
+        let mayPing = keepalive?.mayPing ?? false
+        connection.machine.withLock { machine in
+            machine.takeWrites(budget: Self.flushBudget, into: &batch, mayPing: mayPing, now: .now)
+        }
+        for sender in batch.admitted { sender.resume() }
+        for id in batch.pings {
+            writer.enqueueControl(.ping, payload: Keepalive.payload(tag: .user, id: id))
+            keepalive?.pingSent(tag: .user, id: id, at: .now)
+            configuration.controlFrameObserver?(.pingSent(keepalive: false))
+            armTimer()
+        }
+        for message in batch.messages { writer.enqueue(message) }
+        if let close = batch.close {
+            queueClose(CloseFrame(code: close.code, reason: close.reason), now: false)
+            if closing.deadline == nil {
+                closing.deadline = .now + Self.closeTimeout
+                armTimer()
             }
-            guard let written = writeNextFragment(loop: loop) else { return writeFailed() }
-            wrote = true
-            budget -= written
-            payloadWritten += written
-            // Compressed fragments are small enough that lws never drains (see
-            // `ClientLoop.compressedFragmentSize`); without the 64 KiB deflate buffer it would.
-            if compressionActive, !deflateBufferRaised { mustYield = true }
         }
-        if !wrote, inProgress == nil, writing.isEmpty, !moreQueued, let close = closeToSend {
-            if direct {
-                requestWritable(wsi)
+    }
+
+    /// Moves what TLS has encrypted to the socket.
+    func flushCiphertext(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let tls else { return }
+        let scratch = loop.cipherScratch
+        while tls.pendingCiphertextCount > 0, !dropRequested {
+            let count = tls.takeCiphertext(into: scratch)
+            guard count > 0 else { break }
+            sendOrKeep(UnsafeRawBufferPointer(rebasing: scratch[..<count]), connection: connection)
+        }
+    }
+
+    /// Sends bytes that are not part of the frame stream yet (a CONNECT or upgrade
+    /// request), through TLS when there is TLS.
+    func send(_ bytes: [UInt8], connection: ClientConnection, loop: ClientLoop) {
+        bytes.withUnsafeBytes { bytes in
+            if let tls, !isTunnellingPhase {
+                guard tls.writePlaintext(bytes) else {
+                    writeFailed(connection, reason: "TLS refused to encrypt")
+                    return
+                }
+                flushCiphertext(connection, loop: loop)
+            } else {
+                sendOrKeep(bytes, connection: connection)
+            }
+        }
+    }
+
+    private var isTunnellingPhase: Bool {
+        if case .tunnelling = phase { return true }
+        return false
+    }
+
+    /// Sends `bytes` now if nothing is waiting before them, keeping what the socket does
+    /// not take; else queues them all behind what waits.
+    private func sendOrKeep(_ bytes: UnsafeRawBufferPointer, connection: ClientConnection) {
+        guard let socket, !dropRequested else { return }
+        guard pendingOutput.isEmpty else {
+            pendingOutput.append(bytes)
+            return
+        }
+        switch socket.send(bytes) {
+        case .sent:
+            break
+        case .partial(let count):
+            pendingOutput.append(UnsafeRawBufferPointer(rebasing: bytes[count...]))
+            requestWritable()
+        case .failed(let code):
+            writeFailed(connection, reason: String(cString: strerror(code)))
+        }
+    }
+
+    /// Sends what an earlier write left; `false` while some remains (writable requested).
+    private func drainPending(_ connection: ClientConnection) -> Bool {
+        guard !pendingOutput.isEmpty, let socket else { return true }
+        var failure: Int32?
+        pendingOutput.drain { bytes in
+            switch socket.send(bytes) {
+            case .sent: return bytes.count
+            case .partial(let count): return count
+            case .failed(let code):
+                failure = code
                 return 0
             }
-            closeToSend = nil
-            sendClose(wsi, code: close.code, reason: close.reason)
-            return -1
         }
-        if inProgress != nil || !writing.isEmpty || moreQueued || closeToSend != nil {
-            requestWritable(wsi)
-        }
-        return 0
-    }
-
-    /// Asks lws for a `WRITEABLE` callback (once; later requests ride the same one).
-    func requestWritable(_ wsi: OpaquePointer) {
-        guard !writableRequested else { return }
-        writableRequested = true
-        lws_callback_on_writable(wsi)
-    }
-
-    /// Whether queued messages may be written right now, from posted work, instead of on
-    /// the next poll pass: lws holds nothing unsent, no callback is pending (so nothing
-    /// else waits its turn), no keep-alive ping or close is due, and permessage-deflate
-    /// (if active) cannot be draining.
-    func mayWriteDirectly(_ wsi: OpaquePointer) -> Bool {
-        !writableRequested && !failing && !keepaliveDue && closeToSend == nil
-            && (!compressionActive || deflateBufferRaised)
-            && lws_partial_buffered(wsi) == 0
-    }
-
-    /// Writes what is queued without waiting for a poll pass: saves a poll round trip per
-    /// send when the socket has room (it almost always has). A failed write marks the
-    /// connection failing and asks for the callback, whose -1 then makes lws close it.
-    func writeDirectly(_ connection: ClientConnection, loop: ClientLoop) {
-        guard let wsi else { return }
-        if writeable(connection, loop: loop, direct: true) < 0 {
-            failing = true
-            requestWritable(wsi)
-        }
-    }
-
-
-    /// Writes the next fragment of ``inProgress``; returns the payload bytes written, or
-    /// `nil` when lws failed (the connection is then closing).
-    private func writeNextFragment(loop: ClientLoop) -> Int? {
-        guard let wsi, var outgoing = inProgress else { return 0 }
-        let payload = loop.writeBuffer + loop.writeHeadroom
-        let total = outgoing.message.byteCount
-        let start = outgoing.offset
-        let count = min(compressionActive ? ClientLoop.compressedFragmentSize : ClientLoop.fragmentSize, total - start)
-        let isBinary: Bool
-        switch outgoing.message {
-        case .text(var string):
-            isBinary = false
-            string.withUTF8 { bytes in
-                if count > 0 { payload.copyMemory(from: bytes.baseAddress! + start, byteCount: count) }
-            }
-        case .binary(let data):
-            isBinary = true
-            data.withUnsafeBytes { bytes in
-                if count > 0 { payload.copyMemory(from: bytes.baseAddress! + start, byteCount: count) }
-            }
-        }
-        let isFirst = start == 0
-        let isLast = start + count == total
-        var flags: UInt32
-        if isFirst {
-            flags = isBinary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue
-        } else {
-            flags = LWS_WRITE_CONTINUATION.rawValue
-        }
-        if !isLast { flags |= LWS_WRITE_NO_FIN.rawValue }
-        let result = wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), count, flags)
-        guard result >= 0 else { return nil }
-        outgoing.offset += count
-        inProgress = isLast ? nil : outgoing
-        return max(count, 1)
-    }
-
-    /// Writes a ping whose payload is a tag byte and an 8-byte id, and arms its deadline.
-    private func writePing(tag: PingTag, id: UInt64, loop: ClientLoop) -> Bool {
-        guard let wsi else { return false }
-        let payload = loop.writeBuffer + loop.writeHeadroom
-        payload.storeBytes(of: tag.rawValue, as: UInt8.self)
-        payload.storeBytes(of: id.bigEndian, toByteOffset: 1, as: UInt64.self)
-        guard wss_write(wsi, payload.assumingMemoryBound(to: UInt8.self), 9, LWS_WRITE_PING.rawValue) >= 0 else {
+        if let failure {
+            writeFailed(connection, reason: String(cString: strerror(failure)))
             return false
         }
-        pingWritten(tag: tag, id: id)
+        if !pendingOutput.isEmpty {
+            requestWritable()
+            return false
+        }
         return true
+    }
+
+    /// A write failed: the socket is going (the peer reset it or vanished).
+    private func writeFailed(_ connection: ClientConnection, reason: String) {
+        connection.logger.debug("write failed (\(reason)); dropping the connection")
+        requestDrop()
+    }
+
+    /// Asks lws for a `RAW_WRITEABLE` callback (once; later requests ride the same one).
+    func requestWritable() {
+        guard !writableRequested, let socket else { return }
+        writableRequested = true
+        socket.requestWritable()
+    }
+
+    private func noteBytesWritten(_ connection: ClientConnection) {
+        let total = writer.messageBytesWritten
+        if total > reportedBytesWritten {
+            connection.bytesWritten.add(total - reportedBytesWritten, ordering: .relaxed)
+            reportedBytesWritten = total
+        }
     }
 }

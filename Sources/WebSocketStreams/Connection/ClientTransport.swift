@@ -1,573 +1,343 @@
 import CLibWebSockets
 import DequeModule
 import FoundationEssentials
-import Glibc
 import Logging
 import SynchronizationSupport
 
-/// The service-thread half of a client connection: it turns libwebsockets callbacks
-/// into state machine events and carries out what the state machine asks for (write,
-/// pause or resume reading, close).
+/// The service-thread half of a client connection: it drives one raw socket through the
+/// opening steps (TCP, an optional proxy tunnel, TLS, the HTTP upgrade) and then the
+/// WebSocket protocol, feeding received bytes to a ``MessageAssembler`` and writing what
+/// a ``FrameWriter`` encodes. Events go to the shared ``ConnectionStateMachine``.
 ///
 /// Everything here runs on the loop's service thread (lws callbacks and posted work),
-/// so its state needs no lock; the shared state lives in ``ClientConnection/machine``.
+/// so its state needs no lock; the state shared with user tasks lives in
+/// ``ClientConnection/machine``. The C world (lws, OpenSSL, zlib) is reached only through
+/// the types in `Native/`.
 // @unchecked: confined to the loop's service thread; see above.
 final class ClientTransport: @unchecked Sendable {
-    /// An outgoing message being written, possibly in several fragments.
-    struct OutgoingMessage {
-        var message: WebSocketMessage
-        var offset = 0
+    /// Where the connection is on its way to open, and what each step keeps.
+    enum Phase {
+        /// Not started yet.
+        case idle
+        /// TCP connect under way.
+        case connecting
+        /// `CONNECT` sent to the proxy; its answer is being read.
+        case tunnelling(HTTPResponseParser)
+        /// TLS handshake under way.
+        case securing
+        /// The upgrade request went out; the server's answer is being read.
+        case upgrading(HTTPResponseParser)
+        /// The server answered with another status; its body is being collected.
+        case rejected(HTTPResponseHead, HTTPBodyCollector)
+        /// The WebSocket protocol runs.
+        case open
+        /// The socket is gone.
+        case ended
     }
 
-    /// A message being received in several chunks.
-    enum PartialMessage {
-        case text([UInt8], UTF8Validator)
-        case binary(Data)
-    }
-
-    /// Ping payloads start with a tag so pongs can be told apart.
-    enum PingTag: UInt8 {
-        case user = 0x55
-        case keepalive = 0x4B
+    /// How far the closing handshake has got.
+    struct Closing {
+        /// Our close frame is on the wire (fully handed to the socket).
+        var sent = false
+        /// The peer's close frame arrived.
+        var received = false
+        /// This side failed the connection (a broken rule, a failed write).
+        var failing = false
+        /// When to drop the socket if the peer has not ended TCP by then.
+        var deadline: ContinuousClock.Instant?
     }
 
     let configuration: WebSocketConfiguration
     let url: WebSocketURL
+    let target: ConnectTarget
     let handshakeDeadline: ContinuousClock.Instant
-    /// Request headers as NUL-terminated `name:` / value byte arrays, ready for lws.
-    let headerLines: [(name: [UInt8], value: [UInt8])]
+    let request: HandshakeRequest
     /// Removes this connection's credentials from log lines (nil when it has none or
     /// ``WebSocketConfiguration/redactsSecretsInLogs`` is off).
     let redactor: SecretRedactor?
 
-    var wsi: OpaquePointer?
+    var socket: RawSocket?
     /// The lws log level this connection claimed while the loop holds it (service thread).
     var claimedLogLevel: Logger.Level?
-    /// The upgrade request went out: the server may answer 101 at any moment from now.
-    var handshakeSent = false
-    var didOpen = false
-    var ended = false
-    var destroyed = false
-    var handshakeStatus = 0
-    var rejectionHeaders: [String: String] = [:]
-    var tlsError: String?
-    var subprotocol: String?
-    var extensions: String?
-    var responseHeaders: [String: String] = [:]
-
-    var partial: PartialMessage?
-    var partialSize = 0
+    var phase: Phase = .idle
+    var tls: TLSSession?
+    var assembler: MessageAssembler?
+    var writer = FrameWriter()
+    var pendingOutput = PendingOutput()
+    var closing = Closing()
+    var keepalive: Keepalive?
     var readingPaused = false
-    /// Set once this side decided to fail the connection; later chunks are ignored.
-    var failing = false
-
-    var writing = Deque<WebSocketMessage>()
-    /// Storage for the next batch taken from the state machine (see `writeable`).
-    var spareBatch = ConnectionStateMachine.WriteBatch()
-    var inProgress: OutgoingMessage?
-    var closeToSend: (code: WebSocketCloseCode, reason: String)?
-    var closeTimerArmed = false
-    /// A `WRITEABLE` callback was asked for and has not come yet: the socket is choked or
-    /// more is queued, and writes wait for that callback.
+    /// A `RAW_WRITEABLE` callback was asked for and has not come yet.
     var writableRequested = false
-
-    /// Whether permessage-deflate was negotiated (lws may then need several writable
-    /// passes to drain one compressed message).
-    var compressionActive = false
-    /// Whether lws accepted the 64 KiB deflate output buffer.
-    var deflateBufferRaised = false
-
-    /// The ping waiting for its pong. Only one is sent at a time: a peer may answer just
-    /// the latest of several pings (RFC 6455 5.5.3; lws does), which would leave the
-    /// others unanswered forever.
-    var pingInFlight: (tag: PingTag, id: UInt64, deadline: ContinuousClock.Instant)?
-    /// When data last arrived while a ping was in flight: a peer that is sending is alive,
-    /// even if its pong is still queued behind data this side has not read yet.
-    var receivedWhilePinging: ContinuousClock.Instant?
-    /// The keep-alive interval passed with no ping in flight: send one on the next writable pass.
-    var keepaliveDue = false
-    var keepaliveCounter: UInt64 = 0
+    /// The socket must be dropped at the next callback (set outside callbacks, where
+    /// returning -1 is not possible).
+    var dropRequested = false
+    /// The error a dropped handshake reports, when it is not the generic one.
+    var handshakeError: WebSocketError?
+    /// Plaintext read but not fed to the assembler yet: reading paused in the middle of it.
+    var heldInput: [UInt8] = []
+    /// Events of the current read, reused from read to read.
+    var events: [InboundEvent] = []
+    /// This side's close frame, once queued (reported when it is on the wire).
+    var closeFrameQueued: CloseFrame?
+    /// Message bytes already added to ``ClientConnection/bytesWritten``.
+    var reportedBytesWritten = 0
+    /// Storage for the next batch taken from the state machine.
+    var spareBatch = ConnectionStateMachine.WriteBatch()
 
     /// How long a close may take (queued messages, the close handshake) before the socket is dropped.
     static let closeTimeout: Duration = .seconds(10)
+    /// How long the client waits for the server to end TCP after the close handshake
+    /// (RFC 6455 7.1.1: the server ends it first), or after failing the connection.
+    static let lingerAfterClose: Duration = .seconds(1)
     /// How long a cancelled attempt waits for the server's answer to an upgrade request
     /// already sent, so an upgrade that completes meanwhile can be closed properly.
     static let abandonGrace: Duration = .seconds(1)
 
-    init(configuration: WebSocketConfiguration, url: WebSocketURL, handshakeDeadline: ContinuousClock.Instant) {
+    init(configuration: WebSocketConfiguration, url: WebSocketURL, target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant) {
         self.configuration = configuration
         self.url = url
+        self.target = target
         self.handshakeDeadline = handshakeDeadline
-        var lines: [(name: [UInt8], value: [UInt8])] = []
         var headers = configuration.headers
         if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             headers["Authorization"] = authorization
         }
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
-            lines.append((Array((name.lowercased() + ":").utf8) + [0], Array(value.utf8) + [0]))
-        }
-        headerLines = lines
+        request = HandshakeRequest(
+            url: url, headers: headers.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) },
+            subprotocols: configuration.subprotocols, origin: configuration.origin,
+            extensionOffer: configuration.compression ? DeflateParameters.clientOffer : nil)
         let redactor = SecretRedactor(url: url, headers: headers)
         self.redactor = configuration.redactsSecretsInLogs && !redactor.secrets.isEmpty ? redactor : nil
+    }
+
+    var isOpen: Bool {
+        if case .open = phase { return true }
+        return false
+    }
+
+    var hasEnded: Bool {
+        if case .ended = phase { return true }
+        return false
     }
 
     // MARK: - Callbacks
 
     func handle(
         _ connection: ClientConnection, wsi: OpaquePointer, reason: lws_callback_reasons,
-        user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int,
-        loop: ClientLoop
+        input: UnsafeMutableRawPointer?, length: Int, loop: ClientLoop
     ) -> Int32 {
-        self.wsi = wsi
+        if socket == nil { socket = RawSocket(wsi: wsi) }
         switch reason {
-        case LWS_CALLBACK_CLIENT_RECEIVE:
-            return receive(connection, input: input, length: length, loop: loop)
-        case LWS_CALLBACK_CLIENT_WRITEABLE:
+        case LWS_CALLBACK_RAW_CONNECTED:
+            connected(connection, loop: loop)
+        case LWS_CALLBACK_RAW_RX:
+            received(connection, UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length), loop: loop)
+        case LWS_CALLBACK_RAW_WRITEABLE:
             writableRequested = false
-            return writeable(connection, loop: loop)
-        case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
-            return pong(connection, input: input, length: length)
-        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
-            handshakeSent = true
-            return appendHeaders(input: input, length: length)
-        case LWS_CALLBACK_ESTABLISHED_CLIENT_HTTP:
-            recordHandshakeResponse()
-        case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
-            subprotocol = header(WSI_TOKEN_PROTOCOL)
-            extensions = header(WSI_TOKEN_EXTENSIONS)
-            responseHeaders = readResponseHeaders()
-        case LWS_CALLBACK_CLIENT_ESTABLISHED:
-            established(connection)
+            flush(connection, loop: loop)
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-            let message = input.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) }
-            if handshakeStatus == 0 { recordHandshakeResponse() }
-            if url.isSecure, tlsError == nil, !configuration.tls.allowUntrustedCertificates {
-                // The verification callback did not run for us; ask the TLS session directly.
-                var text: UnsafePointer<CChar>?
-                let result = wss_tls_verify_result(wsi, &text)
-                if result != 0, let text { tlsError = "\(String(cString: text)) (X509 error \(result))" }
-            }
-            end(connection, connectError: connectError(lwsMessage: message))
-        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            return peerClosed(connection, input: input, length: length)
-        case LWS_CALLBACK_CLIENT_CLOSED, LWS_CALLBACK_CLOSED_CLIENT_HTTP:
-            if didOpen { noteProtocolFailure(connection, wsi: wsi, loop: loop) }
-            end(connection, connectError: nil)
+            let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+            end(connection, connectError: .connectionFailed("\(message ?? "could not connect") (\(target.description))"))
+        case LWS_CALLBACK_RAW_CLOSE:
+            socketClosed(connection)
         case LWS_CALLBACK_TIMER:
-            return timerFired(connection)
-        case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
-            if length == 0, let user {
-                var code: Int32 = 0
-                let text = String(cString: wss_x509_store_error(user, &code))
-                if tlsError == nil { tlsError = "\(text) (X509 error \(code))" }
-            }
+            timerFired(connection, loop: loop)
         case LWS_CALLBACK_WSI_DESTROY:
-            destroyed = true
-            end(connection, connectError: nil)
-            self.wsi = nil
+            socketClosed(connection)
+            socket = nil
+            return 0
         default:
-            break
+            return 0
         }
-        return 0
+        return dropRequested ? -1 : 0
     }
 
     // MARK: - Connecting
 
-    /// Starts the handshake (service thread, from ``ClientLoop/open(_:)``).
+    /// Starts the TCP connect (service thread, from ``ClientLoop/open(_:)``).
     func connect(_ connection: ClientConnection, context: OpaquePointer, vhost: OpaquePointer, loop: ClientLoop) {
         if connection.machine.withLock({ $0.connectCancelled }) {
+            phase = .ended
             loop.forget(connection)
             return
         }
-        var info = lws_client_connect_info()
-        info.context = context
-        info.vhost = vhost
-        info.port = Int32(url.port)
-        info.ietf_version_or_minus_one = -1
-        info.opaque_user_data = Unmanaged.passUnretained(connection).toOpaque()
-        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
-        // A 3xx answer to the upgrade is reported (handshakeRejected with its Location), not
-        // followed: lws would re-send every header, credentials included, to the new host and
-        // resolve it with a blocking lookup on the service thread.
-        info.ssl_connection = Int32(LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
-        if url.isSecure {
-            var flags = Int32(LCCSCF_USE_SSL.rawValue | LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
-            if configuration.tls.allowUntrustedCertificates {
-                flags |= Int32(LCCSCF_ALLOW_SELFSIGNED.rawValue | LCCSCF_ALLOW_INSECURE.rawValue
-                    | LCCSCF_ALLOW_EXPIRED.rawValue | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue)
+        phase = .connecting
+        let created = RawSocket.connect(
+            context: context, vhost: vhost, address: target.address, port: target.port,
+            protocolName: ClientLoop.protocolName, opaque: Unmanaged.passUnretained(connection).toOpaque())
+        guard created != nil, !hasEnded else {
+            if !hasEnded {
+                end(connection, connectError: .connectionFailed("libwebsockets could not start a connection to \(target.description)"))
             }
-            info.ssl_connection = flags
-        }
-        let protocols = configuration.subprotocols.isEmpty ? nil : configuration.subprotocols.joined(separator: ", ")
-        let created: OpaquePointer? = connection.connectAddress.withCString { address in
-            url.pathAndQuery.withCString { path in
-                url.hostHeader.withCString { host in
-                    withOptionalCString(configuration.origin) { origin in
-                        withOptionalCString(protocols) { protocols in
-                            ClientLoop.protocolName.withCString { localProtocol in
-                                info.address = address
-                                info.path = path
-                                info.host = host
-                                info.origin = origin
-                                info.protocol = protocols
-                                info.local_protocol_name = localProtocol
-                                return lws_client_connect_via_info(&info)
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        guard let created, !destroyed else {
-            if !ended {
-                end(connection, connectError: tlsError.map(WebSocketError.tlsFailure)
-                    ?? .connectionFailed("libwebsockets could not start a connection to \(url.hostHeader)"))
-            }
-            // No WSI_DESTROY will come for a wsi that was never returned.
-            if !destroyed { loop.forget(connection) }
+            // No WSI_DESTROY comes for a wsi that was never returned.
+            if created == nil { loop.forget(connection) }
             return
         }
-        wsi = created
-        if !ended {
-            let remaining = max(.milliseconds(1), handshakeDeadline - .now)
-            lws_set_timer_usecs(created, remaining.microseconds)
-        }
+        if socket == nil { socket = created }
+        armTimer()
     }
 
-    private func appendHeaders(input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
-        guard let input, !headerLines.isEmpty, let wsi else { return 0 }
-        let position = input.assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self)
-        guard let start = position.pointee else { return 0 }
-        let end = start + length
-        for (name, value) in headerLines {
-            let added = name.withUnsafeBufferPointer { name in
-                value.withUnsafeBufferPointer { value in
-                    lws_add_http_header_by_name(wsi, name.baseAddress, value.baseAddress, Int32(value.count - 1), position, end)
-                }
-            }
-            if added != 0 { return -1 }
-        }
-        return 0
-    }
-
-    private func recordHandshakeResponse() {
-        guard let wsi else { return }
-        handshakeStatus = Int(lws_http_client_http_response(wsi))
-        guard handshakeStatus != 101, handshakeStatus != 0 else { return }
-        rejectionHeaders = readResponseHeaders()
-    }
-
-    /// The response headers lws parsed, by canonical name (lws keeps only known headers).
-    private func readResponseHeaders() -> [String: String] {
-        let names: [(lws_token_indexes, String)] = [
-            (WSI_TOKEN_HTTP_WWW_AUTHENTICATE, "WWW-Authenticate"), (WSI_TOKEN_HTTP_RETRY_AFTER, "Retry-After"),
-            (WSI_TOKEN_HTTP_CONTENT_TYPE, "Content-Type"), (WSI_TOKEN_HTTP_LOCATION, "Location"),
-            (WSI_TOKEN_HTTP_SERVER, "Server"), (WSI_TOKEN_HTTP_SET_COOKIE, "Set-Cookie"),
-            (WSI_TOKEN_HTTP_CONTENT_LENGTH, "Content-Length"), (WSI_TOKEN_HTTP_DATE, "Date"),
-            (WSI_TOKEN_UPGRADE, "Upgrade"), (WSI_TOKEN_CONNECTION, "Connection"),
-            (WSI_TOKEN_ACCEPT, "Sec-WebSocket-Accept"), (WSI_TOKEN_PROTOCOL, "Sec-WebSocket-Protocol"),
-            (WSI_TOKEN_EXTENSIONS, "Sec-WebSocket-Extensions"),
-        ]
-        var headers: [String: String] = [:]
-        for (token, name) in names {
-            if let value = header(token) { headers[name] = value }
-        }
-        return headers
-    }
-
-    /// A response header lws parsed, or `nil`.
-    func header(_ token: lws_token_indexes) -> String? {
-        guard let wsi else { return nil }
-        let length = Int(lws_hdr_total_length(wsi, token))
-        guard length > 0 else { return nil }
-        var buffer = [CChar](repeating: 0, count: length + 1)
-        guard lws_hdr_copy(wsi, &buffer, Int32(buffer.count), token) >= 0 else { return nil }
-        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-
-    private func established(_ connection: ClientConnection) {
-        didOpen = true
-        guard let wsi else { return }
-        if extensions?.contains("permessage-deflate") == true {
-            compressionActive = true
-            // lws's deflate buffers default to 1 KiB, which splits every larger compressed
-            // message into 1 KiB frames over as many writable passes; 64 KiB (2^16) instead.
-            deflateBufferRaised = lws_set_extension_option(wsi, "permessage-deflate", "tx_buf_size", "16") == 0
-            if !deflateBufferRaised {
-                connection.logger.warning("libwebsockets kept its 1 KiB deflate buffer; compressed sends will be slow")
-            }
-        }
-        let (waiter, abandoned, error) = connection.machine.withLock {
-            $0.established(subprotocol: subprotocol, extensions: extensions, responseHeaders: responseHeaders)
-        }
-        if let interval = configuration.pingInterval {
-            lws_set_timer_usecs(wsi, interval.microseconds)
+    /// TCP is up: tunnel, secure, or upgrade.
+    private func connected(_ connection: ClientConnection, loop: ClientLoop) {
+        guard case .connecting = phase else { return }
+        if let proxy = target.proxy {
+            phase = .tunnelling(HTTPResponseParser())
+            send(proxy.connectRequest(to: url), connection: connection, loop: loop)
         } else {
-            lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
+            startTLSOrUpgrade(connection, loop: loop)
+        }
+    }
+
+    func startTLSOrUpgrade(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let tlsContext = target.tlsContext else {
+            sendUpgradeRequest(connection, loop: loop)
+            return
+        }
+        do {
+            tls = try TLSSession(
+                context: tlsContext, host: url.host, verifyHost: !configuration.tls.allowUntrustedCertificates)
+        } catch {
+            failHandshake(connection, error)
+            return
+        }
+        phase = .securing
+        continueTLSHandshake(connection, loop: loop)
+    }
+
+    func sendUpgradeRequest(_ connection: ClientConnection, loop: ClientLoop) {
+        phase = .upgrading(HTTPResponseParser())
+        connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
+        send(request.bytes, connection: connection, loop: loop)
+    }
+
+    /// Fails the handshake with `error` and drops the socket.
+    func failHandshake(_ connection: ClientConnection, _ error: WebSocketError) {
+        handshakeError = error
+        end(connection, connectError: error)
+        requestDrop()
+    }
+
+    /// The handshake succeeded: the protocol runs from here.
+    func opened(_ connection: ClientConnection, negotiated: NegotiatedHandshake, loop: ClientLoop) {
+        var inflater: MessageInflater?
+        if let extensions = negotiated.extensions {
+            do {
+                let parameters = try DeflateParameters(negotiating: extensions)
+                inflater = MessageInflater(parameters: parameters)
+                if MessageDeflater.canCompress(with: parameters) {
+                    writer = FrameWriter(deflater: try? MessageDeflater(parameters: parameters))
+                }
+            } catch {
+                failHandshake(connection, .connectionFailed("the server's permessage-deflate answer is invalid: \(error)"))
+                return
+            }
+        }
+        phase = .open
+        assembler = MessageAssembler(maxMessageSize: configuration.maxMessageSize, inflater: inflater)
+        keepalive = Keepalive(interval: configuration.pingInterval, pongTimeout: configuration.pongTimeout, now: .now)
+        let (waiter, abandoned, error) = connection.machine.withLock {
+            $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
+                           responseHeaders: negotiated.headers)
         }
         if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
+        armTimer()
         // `connect` was cancelled (or the loop is closing) as the handshake finished: close
         // the orphan properly.
         if abandoned { connection.wake() }
-    }
-
-    func connectError(lwsMessage: String?) -> WebSocketError {
-        if handshakeStatus != 0 && handshakeStatus != 101 {
-            return .handshakeRejected(status: handshakeStatus, headers: rejectionHeaders)
-        }
-        if let tlsError { return .tlsFailure(tlsError) }
-        let message = lwsMessage ?? "the connection failed"
-        if url.isSecure, message.hasPrefix("error:") || message.lowercased().contains("ssl")
-            || message.lowercased().contains("tls") {
-            return .tlsFailure("the TLS handshake with \(url.hostHeader) failed (\(message))")
-        }
-        return .connectionFailed("\(message) (\(url.hostHeader))")
-    }
-
-    /// Fails a connection that never reached lws (no vhost, loop gone).
-    func failBeforeConnect(_ connection: ClientConnection, _ error: WebSocketError) {
-        end(connection, connectError: error)
-    }
-
-    /// Ends the connection on this side: resumes or fails everything still waiting.
-    func end(_ connection: ClientConnection, connectError: WebSocketError?) {
-        guard !ended else { return }
-        ended = true
-        let error = connectError ?? (didOpen ? nil : self.connectError(
-            lwsMessage: handshakeSent ? "the connection closed during the opening handshake" : "could not connect"))
-        // A message partly handed to lws never reached the peer whole: unsent too.
-        let unwritten = (inProgress.map { [$0.message] } ?? []) + writing.elementsAsArray
-        inProgress = nil
-        writing = []
-        let finale = connection.machine.withLock { machine in
-            if let error, !didOpen { return machine.connectFailed(error) }
-            return machine.transportClosed(unwritten: unwritten)
-        }
-        finale?.run()
-    }
-
-    /// Whether lws failed the connection itself while neither side had closed: it does so
-    /// when a frame breaks RFC 6455 (reserved bits, an unknown opcode, a fragmented or
-    /// oversized control frame, a bad length), dropping TCP without a callback saying why.
-    /// The socket still exists at `CLIENT_CLOSED`; if the peer had not closed it (no EOF
-    /// waiting: `recv` would block, or, without TLS, unread data is waiting), the end was
-    /// lws's decision, not the network's. It is then reported as 1002 (protocol error) with
-    /// a typed error instead of a silent 1006.
-    private func noteProtocolFailure(_ connection: ClientConnection, wsi: OpaquePointer, loop: ClientLoop) {
-        // This side ended it (a failed write, a bad close frame) or the loop is shutting
-        // down; or, with TLS, the peer ended the session (close_notify, FIN maybe later).
-        guard !failing, !loop.isDestroyingContext else { return }
-        if url.isSecure, wss_tls_peer_sent_close_notify(wsi) != 0 { return }
-        let length = Int(lws_get_close_length(wsi))
-        if length >= 2, let payload = lws_get_close_payload(wsi) {
-            let code = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))
-            let detail = String(decoding: UnsafeBufferPointer(start: payload + 2, count: length - 2), as: UTF8.self)
-            _ = connection.machine.withLock {
-                $0.failedByLibrary(code: code, reason: detail.isEmpty ? Self.protocolFailureReason : detail)
-            }
-            return
-        }
-        switch Self.peekInput(on: wsi) {
-        case .nothingYet: break
-        case .unread where !url.isSecure: break
-        case .unread, .endOrError: return
-        }
-        let noted = connection.machine.withLock { $0.failedByLibrary(code: .protocolError, reason: Self.protocolFailureReason) }
-        if noted { connection.logger.debug("libwebsockets failed the connection: the peer broke the protocol") }
-    }
-
-    static let protocolFailureReason = "the peer broke the WebSocket protocol; libwebsockets failed the connection"
-
-    /// What waits in the connection's socket, looked at without reading or blocking.
-    private enum SocketInput {
-        /// Bytes from the peer not read yet.
-        case unread
-        /// Nothing: the peer has neither sent more nor closed.
-        case nothingYet
-        /// The peer closed (EOF), the socket failed, or there is none.
-        case endOrError
-    }
-
-    private static func peekInput(on wsi: OpaquePointer) -> SocketInput {
-        let descriptor = lws_get_socket_fd(wsi)
-        guard descriptor >= 0 else { return .endOrError }
-        var byte: UInt8 = 0
-        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        if peeked > 0 { return .unread }
-        return peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .nothingYet : .endOrError
     }
 
     // MARK: - Service requests
 
     /// Carries out what user tasks asked for (service thread, from posted work).
     func service(_ connection: ClientConnection, requests: ConnectionStateMachine.ServiceRequests, loop: ClientLoop) {
-        guard let wsi, !ended, !destroyed else { return }
-        if requests.contains(.abort), !didOpen {
-            // Before the upgrade request went out, drop the attempt at once (the timer ends
-            // it). After, the server may already have upgraded: give its answer a moment, so
-            // a 101 is closed properly with 1001 (see `established`) instead of dropped.
-            let grace = handshakeSent ? min(Self.abandonGrace, max(.milliseconds(1), handshakeDeadline - .now)) : .microseconds(1)
-            lws_set_timer_usecs(wsi, grace.microseconds)
+        guard let socket, !hasEnded else { return }
+        if requests.contains(.abort), !isOpen {
+            // Before the upgrade request went out, drop the attempt at once. After, the
+            // server may already have upgraded: give its answer a moment, so a 101 is
+            // closed properly with 1001 (see `opened`) instead of dropped.
+            if case .upgrading = phase {
+                let grace = min(Self.abandonGrace, max(.milliseconds(1), handshakeDeadline - .now))
+                socket.setTimer(grace)
+            } else {
+                handshakeError = .connectionFailed("closed before the handshake finished")
+                requestDrop()
+            }
             return
         }
         if requests.contains(.resumeReading), readingPaused {
-            readingPaused = false
-            lws_rx_flow_control(wsi, 1)
-            rearmKeepalive()
+            resumeReading(connection, loop: loop)
         }
-        if requests.contains(.write), didOpen {
-            if !closeTimerArmed, connection.machine.withLock({ $0.isClosingLocally }) {
-                closeTimerArmed = true
-                lws_set_timer_usecs(wsi, Self.closeTimeout.microseconds)
+        if requests.contains(.write), isOpen {
+            if closing.deadline == nil, connection.machine.withLock({ $0.isClosingLocally }) {
+                closing.deadline = .now + Self.closeTimeout
+                armTimer()
             }
-            if mayWriteDirectly(wsi) {
-                writeDirectly(connection, loop: loop)
-            } else {
-                requestWritable(wsi)
-            }
+            flush(connection, loop: loop)
         }
     }
 
-    // MARK: - Timers
+    // MARK: - The end
 
-    private func timerFired(_ connection: ClientConnection) -> Int32 {
-        guard !ended else { return 0 }
-        if !didOpen {
-            let abandoned = connection.machine.withLock { $0.connectCancelled || $0.isClosingLocally }
-            end(connection, connectError: abandoned ? .connectionFailed("closed before the handshake finished") : .timedOut)
-            return -1
+    /// The socket closed (the peer ended TCP, an error, or this side dropped it).
+    private func socketClosed(_ connection: ClientConnection) {
+        if case .rejected(let head, var body) = phase {
+            body.connectionClosed()
+            end(connection, connectError: rejection(head, body: body))
+            return
         }
-        if closeTimerArmed {
-            connection.logger.debug("close did not finish in \(Self.closeTimeout); dropping the socket")
-            return -1
-        }
-        guard let wsi else { return 0 }
-        let now = ContinuousClock.now
-        if let inFlight = pingInFlight, !readingPaused {
-            if now >= inFlight.deadline, let lastData = receivedWhilePinging, lastData + configuration.pongTimeout > now {
-                // Data kept arriving: the pong is late because of our own reading, not the peer.
-                pingInFlight?.deadline = lastData + configuration.pongTimeout
-                lws_set_timer_usecs(wsi, (lastData + configuration.pongTimeout - now).microseconds)
-                return 0
-            }
-            if now >= inFlight.deadline, Self.peekInput(on: wsi) == .unread {
-                // The deadline passed while this thread was not running (a loaded machine):
-                // bytes the peer sent wait unread, maybe the pong itself. Read them first.
-                receivedWhilePinging = now
-                pingInFlight?.deadline = now + configuration.pongTimeout
-                lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds)
-                return 0
-            }
-            if now >= inFlight.deadline {
-                connection.machine.withLock { $0.failed(with: .pongTimeout, closeCode: nil) }
-                connection.logger.debug("no pong within \(configuration.pongTimeout); dropping the connection")
-                return -1
-            }
-            lws_set_timer_usecs(wsi, (inFlight.deadline - now).microseconds)
-            return 0
-        }
-        // Reading is paused (a slow consumer): pongs cannot arrive; wait for reading to resume.
-        if readingPaused { return 0 }
-        // The keep-alive interval passed; the ping's own deadline is armed when it is written.
-        keepaliveDue = true
-        requestWritable(wsi)
-        return 0
+        end(connection, connectError: nil)
     }
 
-    /// Restarts the keep-alive after reading resumed: a ping in flight gets a fresh pong
-    /// deadline, otherwise the next keep-alive ping is a full interval away.
-    private func rearmKeepalive() {
-        guard let wsi, !closeTimerArmed, didOpen else { return }
-        if pingInFlight != nil {
-            pingInFlight?.deadline = .now + configuration.pongTimeout
-            lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds)
-        } else if let interval = configuration.pingInterval {
-            lws_set_timer_usecs(wsi, interval.microseconds)
+    /// Ends the connection on this side: resumes or fails everything still waiting.
+    func end(_ connection: ClientConnection, connectError: WebSocketError?) {
+        if hasEnded { return }
+        let wasOpen = isOpen
+        let error = connectError ?? (wasOpen ? nil : handshakeError ?? defaultConnectError)
+        phase = .ended
+        assembler = nil
+        let unwritten = writer.unwrittenMessages
+        writer = FrameWriter()
+        let finale = connection.machine.withLock { machine in
+            if let error, !wasOpen { return machine.connectFailed(error) }
+            return machine.transportClosed(unwritten: unwritten)
+        }
+        finale?.run()
+    }
+
+    /// What a handshake that ended without a clearer reason reports.
+    private var defaultConnectError: WebSocketError {
+        switch phase {
+        case .idle, .connecting: .connectionFailed("could not connect to \(target.description)")
+        case .tunnelling: .connectionFailed("the proxy closed the connection before answering CONNECT")
+        case .securing: .tlsFailure("the connection closed during the TLS handshake with \(url.hostHeader)")
+        default: .connectionFailed("the connection closed during the opening handshake (\(url.hostHeader))")
         }
     }
 
-    /// Records a ping just written and arms its pong deadline.
-    func pingWritten(tag: PingTag, id: UInt64) {
-        configuration.controlFrameObserver?(.pingSent(keepalive: tag == .keepalive))
-        let deadline = ContinuousClock.now + configuration.pongTimeout
-        pingInFlight = (tag, id, deadline)
-        receivedWhilePinging = nil
-        if let wsi, !closeTimerArmed, !readingPaused { lws_set_timer_usecs(wsi, configuration.pongTimeout.microseconds) }
+    /// Fails a connection that never reached lws (loop gone).
+    func failBeforeConnect(_ connection: ClientConnection, _ error: WebSocketError) {
+        end(connection, connectError: error)
     }
 
-    /// A pong arrived: if it answers the ping in flight, resolve that ping and go back to
-    /// the keep-alive interval. Unsolicited pongs (allowed as heartbeats) are ignored.
-    private func pong(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
-        let now = ContinuousClock.now
-        guard let inFlight = pingInFlight, let wsi, let input, length == 9,
-              input.load(as: UInt8.self) == inFlight.tag.rawValue,
-              UInt64(bigEndian: input.loadUnaligned(fromByteOffset: 1, as: UInt64.self)) == inFlight.id
-        else { return 0 }
-        pingInFlight = nil
-        receivedWhilePinging = nil
-        configuration.controlFrameObserver?(.pongReceived(roundTrip: now - (inFlight.deadline - configuration.pongTimeout)))
-        if !closeTimerArmed {
-            if let interval = configuration.pingInterval {
-                lws_set_timer_usecs(wsi, interval.microseconds)
-            } else {
-                lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
-            }
-        }
-        let (resolved, morePings) = connection.machine.withLock { machine in
-            (inFlight.tag == .user ? machine.pong(id: inFlight.id, at: now) : nil, machine.hasUnsentPing)
-        }
-        if let (waiter, roundTrip) = resolved { waiter.resume(returning: roundTrip) }
-        if morePings { requestWritable(wsi) }
-        return 0
-    }
-
-    // MARK: - Peer close
-
-    /// The peer's close frame arrived. lws echoes it when this returns 0 (lws itself fails
-    /// reserved codes below 5000; codes from 5000 up are undefined, not forbidden, and are
-    /// echoed). A reason that is not valid UTF-8 fails the connection instead (RFC 6455
-    /// 7.1.6; lws checks it only with `LWS_SERVER_OPTION_VALIDATE_UTF8`): returning -1
-    /// makes lws drop the socket without echoing the close.
-    private func peerClosed(_ connection: ClientConnection, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
-        var code = WebSocketCloseCode.noStatusReceived
-        var reason = ""
-        if let input, length >= 2 {
-            let bytes = input.assumingMemoryBound(to: UInt8.self)
-            code = WebSocketCloseCode(rawValue: UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
-            let reasonBytes = UnsafeBufferPointer(start: bytes + 2, count: length - 2)
-            guard let text = String(validating: reasonBytes, as: UTF8.self) else {
-                return failOnBadClose(connection, code: .invalidFramePayloadData, reason: "invalid UTF-8 in the peer's close reason")
-            }
-            reason = text
-        }
-        configuration.controlFrameObserver?(.closeReceived(code: code, reason: reason))
-        let (senders, error) = connection.machine.withLock { machine in
-            machine.peerClosed(code: code, reason: reason)
-            return (machine.takeParkedSendersIfClosing(), machine.closedError)
-        }
-        for sender in senders { sender.resume(throwing: error) }
-        return 0
-    }
-
-    /// Fails the connection over a close frame that breaks the protocol; returns -1 for lws.
-    private func failOnBadClose(_ connection: ClientConnection, code: WebSocketCloseCode, reason: String) -> Int32 {
-        connection.logger.debug("\(reason); dropping the connection")
-        let error = WebSocketError.closed(code: code, reason: reason)
-        failing = true
-        let senders = connection.machine.withLock { machine in
-            // No close frame goes out (lws drops the socket): closeCode stays 1006.
-            machine.failed(with: error, closeCode: nil)
-            return machine.takeParkedSendersIfClosing()
-        }
-        for sender in senders { sender.resume(throwing: error) }
-        return -1
+    /// Drops the socket at the next callback (timer set to fire at once when outside one).
+    func requestDrop() {
+        dropRequested = true
+        socket?.setTimer(.microseconds(1))
     }
 }
 
-extension Duration {
-    /// Whole microseconds, at least 1 (lws timers take microseconds).
-    var microseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return max(1, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+/// Where a connection's socket goes and what runs over it before the WebSocket
+/// handshake: the numeric address and port to connect to (the proxy's, with a proxy),
+/// the proxy to tunnel through, and the TLS settings (prepared off the loop).
+struct ConnectTarget: Sendable, CustomStringConvertible {
+    var address: String
+    var port: Int
+    var proxy: HTTPProxy?
+    var tlsContext: TLSClientContext?
+
+    var description: String {
+        let host = address.contains(":") ? "[\(address)]" : address
+        return proxy == nil ? "\(host):\(port)" : "proxy \(host):\(port)"
     }
 }

@@ -2,47 +2,26 @@ import CLibWebSockets
 import Glibc
 import Logging
 
-/// The service-thread side of a ``WebSocketEventLoop``: creates the lws context, keeps
-/// one vhost per distinct TLS/proxy/compression setting, owns the connections of the
-/// loop, and routes lws callbacks and log lines to them.
+/// The service-thread side of a ``WebSocketEventLoop``: creates the lws context (raw
+/// sockets only: protocol, TLS and proxies are the connections' own), owns the
+/// connections of the loop, and routes lws callbacks and log lines to them.
 ///
 /// Only the loop's service thread touches this object after creation (all its methods
 /// are `ServiceThreadDelegate` callbacks or are called from them), so its mutable state
 /// needs no lock.
 // @unchecked: confined to the loop's service thread; see above.
 final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
-    /// What makes two connections need different vhosts.
-    struct VhostKey: Hashable {
-        var compression: Bool
-        var trustedCAFile: String?
-        var clientCertificateFile: String?
-        var clientKeyFile: String?
-        /// "address:port" of the HTTP proxy, already resolved.
-        var proxy: String?
-    }
-
-    /// The largest frame written in one piece; larger messages go out as fragments of
-    /// this size through one shared buffer, which bounds memory per connection.
-    static let fragmentSize = 128 * 1024
-
-    /// The largest fragment written when permessage-deflate is active. With lws's deflate
-    /// output buffer raised to 64 KiB, zlib then always consumes the whole input in one
-    /// call (at most 32 KiB plus the ~16.6 KiB it may hold back), so lws never enters its
-    /// "draining" state, in which it keeps reading from the input pointer after `lws_write`
-    /// returned: that pointer is the loop's shared write buffer, which the next connection
-    /// overwrites.
-    static let compressedFragmentSize = 32 * 1024
-    /// Bytes written per writable callback before yielding to other connections.
-    static let writeBudget = 256 * 1024
-
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
     nonisolated(unsafe) static let protocols = LWSStatics.makeProtocolTable(
-        name: "websocketstreams-client", receiveBufferSize: 0, sendLimit: fragmentSize + 64)
+        name: "websocketstreams-client", receiveBufferSize: 0, sendLimit: 0)
     static let protocolName = "websocketstreams-client"
+    /// How much lws reads from a socket in one go (`pt_serv_buf_size`): large reads mean
+    /// few passes, and one consumer wake-up per pass, on a busy connection.
+    static let readSize = 256 * 1024
 
     private let loopLogger: Logger
     private var context: OpaquePointer?
-    private var vhosts: [VhostKey: OpaquePointer] = [:]
+    private var vhost: OpaquePointer?
     /// Strong references to the live connections, dropped at `LWS_CALLBACK_WSI_DESTROY`.
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     /// The connection whose callback is running, so lws log lines reach its logger.
@@ -52,18 +31,24 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
     /// Consumers to resume once the current lws pass ends, with their messages.
     private var deliveries: [(consumer: InboundQueue.Consumer, message: WebSocketMessage)] = []
 
-    /// `LWS_PRE` bytes of headroom followed by room for one fragment.
-    let writeBuffer: UnsafeMutableRawPointer
-    let writeHeadroom: Int
+    /// Where connections encode frames before they go to the socket (or to TLS), and
+    /// where TLS ciphertext and plaintext pass through: one set per loop, since one
+    /// connection at a time runs on its thread, and nothing is left in them between calls.
+    let writeScratch: UnsafeMutableRawBufferPointer
+    let cipherScratch: UnsafeMutableRawBufferPointer
+    let readScratch: UnsafeMutableRawBufferPointer
 
     init(logger: Logger) {
         loopLogger = logger
-        writeHeadroom = wss_lws_pre()
-        writeBuffer = .allocate(byteCount: writeHeadroom + Self.fragmentSize, alignment: 16)
+        writeScratch = .allocate(byteCount: 256 * 1024, alignment: 16)
+        cipherScratch = .allocate(byteCount: 256 * 1024, alignment: 16)
+        readScratch = .allocate(byteCount: 64 * 1024, alignment: 16)
     }
 
     deinit {
-        writeBuffer.deallocate()
+        writeScratch.deallocate()
+        cipherScratch.deallocate()
+        readScratch.deallocate()
     }
 
     // MARK: - ServiceThreadDelegate
@@ -72,9 +57,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(Self.protocols)
-        info.extensions = UnsafePointer(LWSStatics.clientDeflateExtensions)
-        // Send `origin` as given (lws otherwise prefixes "http://").
-        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_JUST_USE_RAW_ORIGIN)
+        info.pt_serv_buf_size = UInt32(Self.readSize)
         info.user = contextUser
         info.gid = -1
         info.uid = -1
@@ -85,10 +68,11 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
         let vhostName = LWSStatics.clientDefaultVhostName
         info.vhost_name = vhostName
-        guard let (context, vhost) = LWSContextFactory.makeContext(&info) else { return nil }
+        // TLS is ours (OpenSSL memory BIOs): lws does no OpenSSL setup for this context.
+        guard let (context, vhost) = LWSContextFactory.makeContext(&info, usesTLS: false) else { return nil }
         self.context = context
         disableEnvironmentProxy(vhost)
-        vhosts[VhostKey(compression: true)] = vhost
+        self.vhost = vhost
         return context
     }
 
@@ -101,7 +85,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         currentConnection = connection
         defer { currentConnection = nil }
         let result = connection.transport.handle(
-            connection, wsi: wsi, reason: reason, user: user, input: input, length: length, loop: self)
+            connection, wsi: wsi, reason: reason, input: input, length: length, loop: self)
         if reason == LWS_CALLBACK_WSI_DESTROY {
             lws_set_opaque_user_data(wsi, nil)
             release(connection)
@@ -153,16 +137,8 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     /// Starts the handshake for `connection` (service thread).
     func open(_ connection: ClientConnection) {
-        guard let context else {
+        guard let context, let vhost else {
             connection.transport.failBeforeConnect(connection, .connectionFailed("the event loop has been shut down"))
-            return
-        }
-        let key = connection.vhostKey
-        let vhost: OpaquePointer
-        switch self.vhost(for: key, context: context) {
-        case .success(let found): vhost = found
-        case .failure(let error):
-            connection.transport.failBeforeConnect(connection, error)
             return
         }
         connections[ObjectIdentifier(connection)] = connection
@@ -206,49 +182,11 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         }
     }
 
-    // MARK: - Vhosts
-
-    private func vhost(for key: VhostKey, context: OpaquePointer) -> Result<OpaquePointer, WebSocketError> {
-        if let vhost = vhosts[key] { return .success(vhost) }
-        for path in [key.trustedCAFile, key.clientCertificateFile, key.clientKeyFile].compactMap({ $0 }) {
-            if access(path, R_OK) != 0 {
-                return .failure(.invalidConfiguration("cannot read '\(path)': \(String(cString: strerror(errno)))"))
-            }
-        }
-        var info = lws_context_creation_info()
-        info.port = CONTEXT_PORT_NO_LISTEN
-        info.protocols = UnsafePointer(Self.protocols)
-        info.extensions = key.compression ? UnsafePointer(LWSStatics.clientDeflateExtensions) : nil
-        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
-        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
-        info.vhost_name = LWSStatics.clientVhostName
-        let created: OpaquePointer? = withOptionalCString(key.trustedCAFile) { ca in
-            withOptionalCString(key.clientCertificateFile) { certificate in
-                withOptionalCString(key.clientKeyFile) { privateKey in
-                    withOptionalCString(key.proxy) { proxy in
-                        info.client_ssl_ca_filepath = ca
-                        info.client_ssl_cert_filepath = certificate
-                        info.client_ssl_private_key_filepath = privateKey
-                        info.http_proxy_address = proxy
-                        return lws_create_vhost(context, &info)
-                    }
-                }
-            }
-        }
-        guard let created else {
-            if key.trustedCAFile != nil || key.clientCertificateFile != nil {
-                return .failure(.tlsFailure("the certificate or key files could not be loaded (not PEM, or the key does not match)"))
-            }
-            return .failure(.connectionFailed("libwebsockets could not create a client vhost"))
-        }
-        if key.proxy == nil { disableEnvironmentProxy(created) }
-        vhosts[key] = created
-        return .success(created)
-    }
+    // MARK: - Proxies
 
     /// lws reads `http_proxy` from the environment for every vhost without an explicit
     /// proxy, ignoring `no_proxy`; that would send even loopback traffic to a proxy.
-    /// Proxies are configured explicitly (``WebSocketConfiguration/proxy``) instead.
+    /// Proxies are ours (``WebSocketConfiguration/proxy``, a CONNECT tunnel) instead.
     private func disableEnvironmentProxy(_ vhost: OpaquePointer) {
         guard getenv("http_proxy") != nil else { return }
         _ = lws_set_proxy(vhost, ":0")

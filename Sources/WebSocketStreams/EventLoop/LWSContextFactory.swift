@@ -20,9 +20,10 @@ package enum LWSContextFactory {
     private static let libraryInitialised = AnnotatedMutex(false)
 
     /// A context plus its default vhost described by `info` (vhost fields included), or
-    /// nil if either could not be created.
+    /// nil if either could not be created. `usesTLS: false` (the client, whose TLS is
+    /// its own) keeps lws's OpenSSL setup out of the context and its vhost entirely.
     package static func makeContext(
-        _ info: inout lws_context_creation_info
+        _ info: inout lws_context_creation_info, usesTLS: Bool = true
     ) -> (context: OpaquePointer, vhost: OpaquePointer)? {
         let globalInit = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
         var contextInfo = info
@@ -30,12 +31,12 @@ package enum LWSContextFactory {
         contextInfo.options = (info.options & ~globalInit) | UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS)
         var context: OpaquePointer?
         libraryInitialised.withLock { initialised in
-            if !initialised { contextInfo.options |= globalInit }
+            if usesTLS, !initialised { contextInfo.options |= globalInit }
             context = lws_create_context(&contextInfo)
-            if context != nil { initialised = true }
+            if context != nil, usesTLS { initialised = true }
         }
         guard let context else { return nil }
-        info.options |= globalInit
+        if usesTLS { info.options |= globalInit } else { info.options &= ~globalInit }
         guard let vhost = lws_create_vhost(context, &info) else {
             lws_context_destroy(context)
             return nil

@@ -26,34 +26,23 @@ package enum LWSStatics {
         return table
     }
 
-    /// The permessage-deflate extension table (RFC 7692) for servers, then the zeroed
-    /// terminator. Its callback sends empty messages uncompressed: lws 4.1.6 aborts the
-    /// process compressing one (see `wss_is_empty_whole_message` in shim.h).
+    /// The permessage-deflate extension table (RFC 7692) for the test server, then the
+    /// zeroed terminator. Its callback sends empty messages uncompressed: lws 4.1.6 aborts
+    /// the process compressing one (see `wss_is_empty_whole_message` in shim.h).
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
-    package nonisolated(unsafe) static let deflateExtensions = makeDeflateTable(forClients: false)
+    package nonisolated(unsafe) static let deflateExtensions = makeDeflateTable()
 
-    /// The permessage-deflate table for clients, offering `client_max_window_bits`. Its
-    /// callback works around two lws 4.1.6 bugs (see `wss_client_pm_deflate` in shim.h):
-    /// without it, an uncompressed frame or a pong with payload is delivered forever, and
-    /// an empty message after any other aborts the process.
-    // nonisolated(unsafe): written once while initialised, then only read (by lws).
-    package nonisolated(unsafe) static let clientDeflateExtensions = makeDeflateTable(forClients: true)
-
-    private static func makeDeflateTable(forClients: Bool) -> UnsafeMutablePointer<lws_extension> {
+    private static func makeDeflateTable() -> UnsafeMutablePointer<lws_extension> {
         let table = UnsafeMutablePointer<lws_extension>.allocate(capacity: 2)
         table.initialize(repeating: lws_extension(), count: 2)
         table[0].name = immortalCString("permessage-deflate")
-        if forClients {
-            table[0].callback = wss_client_pm_deflate
-        } else {
-            table[0].callback = wss_server_pm_deflate
-        }
+        table[0].callback = wss_server_pm_deflate
         table[0].client_offer = immortalCString("permessage-deflate; client_max_window_bits")
         return table
     }
 
     /// A retry policy that turns libwebsockets' own idle pings off: connections do their
-    /// own keep-alive with sub-second resolution and a typed error on a missed pong.
+    /// own keep-alive.
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
     package nonisolated(unsafe) static let noValidityPings: UnsafeMutablePointer<lws_retry_bo_t> = {
         let policy = UnsafeMutablePointer<lws_retry_bo_t>.allocate(capacity: 1)

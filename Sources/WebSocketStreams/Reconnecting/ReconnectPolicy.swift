@@ -27,14 +27,10 @@
 ///
 /// What is retried (``decision(for:uptime:)``): network errors, timeouts, TCP loss (1006),
 /// a missed pong, close codes 1001, 1005, 1011, 1012, 1013, 1014 and application codes
-/// 3000-4999, HTTP 5xx, 429 and 408. What is fatal: other HTTP 4xx (401, 403, 404...), TLS
-/// failures, an invalid URL or configuration, and close codes 1002, 1003, 1007, 1008, 1009,
-/// 1010 and 1015. A 1000 close completes the socket unless ``reconnectAfterNormalClosure``.
-///
-/// - Note: libwebsockets 4.1.6 reports a server's 1012, 1013 and 1014 (restart, try again
-///   later) as 1002. So 1002 is retried when the connection had been up for at least
-///   ``minimumUptime`` (as after a server restart) and is fatal otherwise (as for a real
-///   protocol error, which shows up at once).
+/// 3000-4999, HTTP 5xx, 429 and 408, and a proxy answering 5xx. What is fatal: other HTTP
+/// 4xx (401, 403, 404...), other proxy refusals (407), TLS failures, an invalid URL or
+/// configuration, and close codes 1002, 1003, 1007, 1008, 1009, 1010 and 1015. A 1000
+/// close completes the socket unless ``reconnectAfterNormalClosure``.
 public struct ReconnectPolicy: Sendable, Hashable {
     /// The cap of the first retry delay. Default 0.5 s.
     public var initialDelay: Duration = .milliseconds(500)
@@ -80,22 +76,20 @@ public struct ReconnectPolicy: Sendable, Hashable {
             return .retry(retryAfter: nil)
         case .tlsFailure, .invalidURL, .invalidConfiguration, .messageTooLarge, .sendQueueFull:
             return .fail
-        case .handshakeRejected(let status, let headers):
+        case .handshakeRejected(let status, let headers, _):
             switch status {
             case 408, 429, 500...599:
-                return .retry(retryAfter: headers["Retry-After"].flatMap(Self.parseRetryAfter))
+                return .retry(retryAfter: headers.value(named: "Retry-After").flatMap(Self.parseRetryAfter))
             default:
                 return .fail
             }
+        case .proxyRejected(let status, _):
+            return (500...599).contains(status) ? .retry(retryAfter: nil) : .fail
         case .closed(let code, _):
             switch code.rawValue {
             case 1000:
                 return reconnectAfterNormalClosure ? .retry(retryAfter: nil) : .complete
-            case 1002:
-                // lws 4.1.6 turns a peer's 1012/1013/1014 into 1002; see the type's note.
-                if let uptime, uptime >= minimumUptime { return .retry(retryAfter: nil) }
-                return .fail
-            case 1003, 1007, 1008, 1009, 1010, 1015:
+            case 1002, 1003, 1007, 1008, 1009, 1010, 1015:
                 return .fail
             default:
                 return .retry(retryAfter: nil)

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// An HTTP proxy address from ``WebSocketConfiguration/proxy``:
 /// `http://[user:password@]host:port` (the scheme may be omitted).
 struct HTTPProxy: Sendable, Hashable {
@@ -19,9 +21,6 @@ struct HTTPProxy: Sendable, Hashable {
         if let at = rest.lastIndex(of: "@") {
             userInfo = String(rest[..<at])
             rest = rest[rest.index(after: at)...]
-            // lws keeps proxy credentials in a 96-byte buffer and silently drops the proxy
-            // (connecting directly) when they do not fit.
-            guard (userInfo?.utf8.count ?? 0) <= 95 else { throw invalid("the credentials are longer than 95 bytes") }
         }
         let hostPart: Substring
         let portPart: Substring
@@ -44,9 +43,16 @@ struct HTTPProxy: Sendable, Hashable {
         self.port = port
     }
 
-    /// The form lws expects: `[user:password@]address:port`, IPv6 in brackets.
-    func lwsAddress(resolvedHost: String) -> String {
-        let address = resolvedHost.contains(":") ? "[\(resolvedHost)]" : resolvedHost
-        return (userInfo.map { "\($0)@" } ?? "") + "\(address):\(port)"
+    /// The `CONNECT` request that opens a tunnel to `url`'s host and port (RFC 9110
+    /// 9.3.6), with Basic `Proxy-Authorization` when the proxy URL has credentials.
+    func connectRequest(to url: WebSocketURL) -> [UInt8] {
+        let authority = (url.isIPv6Literal ? "[\(url.host)]" : url.host) + ":\(url.port)"
+        var request = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
+        if let userInfo {
+            let credentials = Data(WebSocketURL.percentDecoded(userInfo).utf8).base64EncodedString()
+            request += "Proxy-Authorization: Basic \(credentials)\r\n"
+        }
+        request += "\r\n"
+        return Array(request.utf8)
     }
 }

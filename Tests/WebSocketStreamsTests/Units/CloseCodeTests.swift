@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WebSocketStreams
 
@@ -22,7 +23,7 @@ struct CloseCodeTests {
 
     @Test("errors read as sentences")
     func errorDescriptions() {
-        #expect(WebSocketError.handshakeRejected(status: 401, headers: ["WWW-Authenticate": "Bearer"]).description
+        #expect(WebSocketError.handshakeRejected(status: 401, headers: ["WWW-Authenticate": "Bearer"], body: Data()).description
                 == "handshake rejected: HTTP 401 (WWW-Authenticate: Bearer)")
         #expect(WebSocketError.closed(code: .goingAway, reason: "bye").description == "connection closed: 1001 (going away) \"bye\"")
     }

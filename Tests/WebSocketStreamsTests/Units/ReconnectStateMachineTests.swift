@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import WebSocketStreams
 
@@ -27,12 +28,12 @@ struct ReconnectPolicyTests {
         (.closed(code: .serviceRestart, reason: ""), "retry"),
         (.closed(code: .tryAgainLater, reason: ""), "retry"),
         (.closed(code: 4000, reason: ""), "retry"),
-        (.handshakeRejected(status: 503, headers: [:]), "retry"),
-        (.handshakeRejected(status: 429, headers: [:]), "retry"),
-        (.handshakeRejected(status: 408, headers: [:]), "retry"),
-        (.handshakeRejected(status: 401, headers: [:]), "fail"),
-        (.handshakeRejected(status: 403, headers: [:]), "fail"),
-        (.handshakeRejected(status: 404, headers: [:]), "fail"),
+        (.handshakeRejected(status: 503, headers: [:], body: Data()), "retry"),
+        (.handshakeRejected(status: 429, headers: [:], body: Data()), "retry"),
+        (.handshakeRejected(status: 408, headers: [:], body: Data()), "retry"),
+        (.handshakeRejected(status: 401, headers: [:], body: Data()), "fail"),
+        (.handshakeRejected(status: 403, headers: [:], body: Data()), "fail"),
+        (.handshakeRejected(status: 404, headers: [:], body: Data()), "fail"),
         (.tlsFailure("expired"), "fail"),
         (.invalidURL("x"), "fail"),
         (.closed(code: .policyViolation, reason: ""), "fail"),
@@ -51,15 +52,19 @@ struct ReconnectPolicyTests {
         }
     }
 
-    @Test("Retry-After is honoured; a 1000 close is retried only when asked; 1002 after a long uptime is retried")
+    @Test("Retry-After is honoured; a 1000 close is retried only when asked; 1012-1014 are retried, 1002 never")
     func specialCases() {
         var policy = ReconnectPolicy()
-        #expect(policy.decision(for: .handshakeRejected(status: 503, headers: ["Retry-After": " 12 "]), uptime: nil) == .retry(retryAfter: .seconds(12)))
+        #expect(policy.decision(for: .handshakeRejected(status: 503, headers: ["Retry-After": " 12 "], body: Data()), uptime: nil) == .retry(retryAfter: .seconds(12)))
         policy.reconnectAfterNormalClosure = true
         #expect(policy.decision(for: .closed(code: .normalClosure, reason: ""), uptime: .seconds(1)) == .retry(retryAfter: nil))
-        // lws reports a server's 1012/1013/1014 as 1002.
-        #expect(policy.decision(for: .closed(code: .protocolError, reason: ""), uptime: .seconds(60)) == .retry(retryAfter: nil))
+        for code in [1012, 1013, 1014] as [UInt16] {
+            #expect(policy.decision(for: .closed(code: WebSocketCloseCode(rawValue: code), reason: ""), uptime: .seconds(1)) == .retry(retryAfter: nil))
+        }
+        #expect(policy.decision(for: .closed(code: .protocolError, reason: ""), uptime: .seconds(60)) == .fail)
         #expect(policy.decision(for: .closed(code: .protocolError, reason: ""), uptime: nil) == .fail)
+        #expect(policy.decision(for: .proxyRejected(status: 407, headers: [:]), uptime: nil) == .fail)
+        #expect(policy.decision(for: .proxyRejected(status: 502, headers: [:]), uptime: nil) == .retry(retryAfter: nil))
     }
 }
 
@@ -132,7 +137,7 @@ struct ReconnectStateMachineTests {
     func terminalDecisions() {
         var fatal = ReconnectStateMachine(policy: ReconnectPolicy())
         _ = fatal.start()
-        let unauthorized = WebSocketError.handshakeRejected(status: 401, headers: [:])
+        let unauthorized = WebSocketError.handshakeRejected(status: 401, headers: [:], body: Data())
         do {
             let result = fatal.attemptFailed(unauthorized, random: 0.5)
             #expect(result == .finish(.failed(unauthorized)))

@@ -1,0 +1,221 @@
+import DequeModule
+import FoundationEssentials
+
+/// The outgoing side of one connection's protocol: the messages and control frames to
+/// send, encoded into whatever output memory the caller offers.
+///
+/// ``fill(_:)`` writes as many whole headers and masked payload bytes as fit, in order:
+/// control frames first (they may go between the fragments of a message, never inside a
+/// frame), then message data, then, once no message is left, the close frame. A message
+/// longer than ``maxFramePayload`` goes out as several frames so control frames are not
+/// held up behind it; a frame's payload may be spread over several calls, so memory stays
+/// bounded whatever the message size. Each frame gets a fresh masking key.
+///
+/// Confined to the connection's service thread (it may own a zlib stream).
+struct FrameWriter {
+    /// The largest frame payload written; larger messages become fragments.
+    static let maxFramePayload = 1 << 20
+    /// Messages shorter than this go out uncompressed: deflate cannot win on them, and
+    /// RFC 7692 lets every message choose.
+    static let minimumCompressedSize = 64
+
+    /// The message being written.
+    private struct Outgoing {
+        var message: WebSocketMessage
+        /// The deflated payload, when the message is compressed.
+        var compressed: [UInt8]?
+        /// Payload bytes already written.
+        var offset = 0
+        /// Where the current frame's payload starts and ends (`frameEnd == offset` between frames).
+        var frameStart = 0
+        var frameEnd = 0
+        var key = MaskingKey(bits: 0)
+
+        var payloadCount: Int { compressed?.count ?? message.byteCount }
+    }
+
+    private var messages = Deque<WebSocketMessage>()
+    private var controlFrames = Deque<(opcode: FrameOpcode, payload: [UInt8])>()
+    private var outgoing: Outgoing?
+    private var close: CloseFrame?
+    /// The close frame has been encoded; nothing follows it.
+    private(set) var closeWritten = false
+    private var keys = MaskingKeySource()
+    private let deflater: MessageDeflater?
+    /// Payload bytes of data messages encoded so far (before compression).
+    private(set) var messageBytesWritten = 0
+
+    init(deflater: MessageDeflater? = nil) {
+        self.deflater = deflater
+    }
+
+    /// Messages queued or partly written: nothing more of them can be sent after the socket is gone.
+    var unwrittenMessages: [WebSocketMessage] {
+        abandoned + (outgoing.map { [$0.message] } ?? []) + Array(messages)
+    }
+
+    /// Messages dropped from the queue by ``enqueueCloseNow(_:)``: never sent.
+    private var abandoned: [WebSocketMessage] = []
+
+    /// Whether anything is waiting to be encoded.
+    var hasWork: Bool {
+        !closeWritten && (!controlFrames.isEmpty || outgoing != nil || !messages.isEmpty || close != nil)
+    }
+
+    /// Whether the message queue is short enough to take more from the connection.
+    var wantsMessages: Bool { !closeWritten && close == nil && messages.count < 64 }
+
+    /// Whether a close frame is queued or written.
+    var isClosing: Bool { close != nil || closeWritten }
+
+    /// Queues a message behind those already queued.
+    mutating func enqueue(_ message: WebSocketMessage) {
+        guard !isClosing else { return }
+        messages.append(message)
+    }
+
+    /// Queues a ping or pong. A peer that floods pings while never reading could grow
+    /// this without bound: past `limit` waiting pongs, the oldest are dropped (RFC 6455
+    /// 5.5.3 lets an endpoint answer only the latest ping).
+    mutating func enqueueControl(_ opcode: FrameOpcode, payload: [UInt8], limit: Int = 256) {
+        guard !closeWritten else { return }
+        if opcode == .pong, controlFrames.count >= limit, let index = controlFrames.firstIndex(where: { $0.opcode == .pong }) {
+            controlFrames.remove(at: index)
+        }
+        controlFrames.append((opcode, payload))
+    }
+
+    /// Queues the close frame: it goes out after every queued message. Only the first counts.
+    mutating func enqueueClose(_ frame: CloseFrame) {
+        guard close == nil, !closeWritten else { return }
+        close = frame
+    }
+
+    /// Queues the close frame ahead of any message not started yet (failing or answering
+    /// a close: what is queued will never be sent, and counts as unsent). A frame in
+    /// progress is finished first.
+    mutating func enqueueCloseNow(_ frame: CloseFrame) {
+        guard close == nil, !closeWritten else { return }
+        close = frame
+        if let current = outgoing, current.offset == current.frameEnd {
+            outgoing = nil
+            abandoned.append(current.message)
+        }
+        abandoned.append(contentsOf: messages)
+        messages.removeAll()
+    }
+
+    /// Encodes what fits into `buffer`; returns the bytes written (0 when nothing fits or
+    /// nothing is waiting).
+    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        var used = 0
+        while !closeWritten {
+            let room = buffer.count - used
+            if var current = outgoing, current.offset < current.frameEnd {
+                // Inside a frame: more of its payload.
+                let count = min(room, current.frameEnd - current.offset)
+                guard count > 0 else { break }
+                Self.copyPayload(of: current, range: current.offset..<current.offset + count, to: base + used)
+                current.offset += count
+                used += count
+                if current.offset == current.payloadCount {
+                    messageBytesWritten += current.message.byteCount
+                    outgoing = nil
+                } else {
+                    outgoing = current
+                }
+                continue
+            }
+            if let control = controlFrames.first {
+                let length = FrameEncoder.headerLength(payloadLength: control.payload.count) + control.payload.count
+                guard length <= room else { break }
+                let key = keys.next()
+                let header = FrameEncoder.writeHeader(
+                    into: base + used, opcode: control.opcode, isFinal: true, payloadLength: control.payload.count, key: key)
+                control.payload.withUnsafeBytes { key.copyMasked($0, to: base + used + header) }
+                used += length
+                controlFrames.removeFirst()
+                continue
+            }
+            if outgoing == nil, let next = messages.popFirst() {
+                outgoing = start(next)
+            }
+            if var current = outgoing {
+                // A new frame of the current message: needs room for its header and some payload.
+                guard room >= FrameEncoder.maxHeaderLength + 1 else { break }
+                let isFirst = current.offset == 0
+                let length = min(Self.maxFramePayload, current.payloadCount - current.offset)
+                let isFinal = current.offset + length == current.payloadCount
+                let opcode: FrameOpcode
+                if !isFirst {
+                    opcode = .continuation
+                } else if case .text = current.message {
+                    opcode = .text
+                } else {
+                    opcode = .binary
+                }
+                current.key = keys.next()
+                used += FrameEncoder.writeHeader(
+                    into: base + used, opcode: opcode, isFinal: isFinal,
+                    isCompressed: isFirst && current.compressed != nil, payloadLength: length, key: current.key)
+                current.frameStart = current.offset
+                current.frameEnd = current.offset + length
+                if length == 0 {
+                    messageBytesWritten += current.message.byteCount
+                    outgoing = nil
+                } else {
+                    outgoing = current
+                }
+                continue
+            }
+            if let close {
+                let payload = close.payload
+                let length = FrameEncoder.headerLength(payloadLength: payload.count) + payload.count
+                guard length <= room else { break }
+                let key = keys.next()
+                let header = FrameEncoder.writeHeader(
+                    into: base + used, opcode: .close, isFinal: true, payloadLength: payload.count, key: key)
+                payload.withUnsafeBytes { key.copyMasked($0, to: base + used + header) }
+                used += length
+                closeWritten = true
+                controlFrames.removeAll()
+            }
+            break
+        }
+        return used
+    }
+
+    /// Starts a message: compresses it whole when compression is on and it is worth it.
+    private mutating func start(_ message: WebSocketMessage) -> Outgoing {
+        var outgoing = Outgoing(message: message)
+        if let deflater, message.byteCount >= Self.minimumCompressedSize {
+            var compressed: [UInt8] = []
+            compressed.reserveCapacity(message.byteCount / 2 + 64)
+            switch message {
+            case .text(var string):
+                string.withUTF8 { deflater.compress(UnsafeRawBufferPointer($0), into: &compressed) }
+            case .binary(let data):
+                data.withUnsafeBytes { deflater.compress($0, into: &compressed) }
+            }
+            outgoing.compressed = compressed
+        }
+        return outgoing
+    }
+
+    /// Masks `range` of the message's payload into `destination`, continuing the frame's key phase.
+    private static func copyPayload(of outgoing: Outgoing, range: Range<Int>, to destination: UnsafeMutableRawPointer) {
+        let frameOffset = range.lowerBound - outgoing.frameStart
+        let copy = { (all: UnsafeRawBufferPointer) in
+            outgoing.key.copyMasked(UnsafeRawBufferPointer(rebasing: all[range]), to: destination, offset: frameOffset)
+        }
+        if let compressed = outgoing.compressed {
+            compressed.withUnsafeBytes(copy)
+            return
+        }
+        switch outgoing.message {
+        case .text(var string): string.withUTF8 { copy(UnsafeRawBufferPointer($0)) }
+        case .binary(let data): data.withUnsafeBytes(copy)
+        }
+    }
+}

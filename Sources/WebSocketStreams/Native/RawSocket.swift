@@ -1,0 +1,114 @@
+import CLibWebSockets
+import Glibc
+
+/// A client's libwebsockets raw socket (`method = "RAW"`, no ws role): the only lws
+/// calls a connection makes. libwebsockets connects it, polls it, reads it (handing the
+/// bytes over in `LWS_CALLBACK_RAW_RX`), pauses reading, and runs its timer; writes go
+/// straight to the descriptor with `send`, so nothing is copied into lws's buffers.
+///
+/// Service thread only (lws is not thread-safe).
+struct RawSocket {
+    let wsi: OpaquePointer
+
+    /// Starts a non-blocking connect to `address:port` (a numeric address) on `vhost`.
+    /// `nil` when lws refused at once (then no callback follows).
+    static func connect(
+        context: OpaquePointer, vhost: OpaquePointer, address: String, port: Int,
+        protocolName: String, opaque: UnsafeMutableRawPointer
+    ) -> RawSocket? {
+        var info = lws_client_connect_info()
+        info.context = context
+        info.vhost = vhost
+        info.port = Int32(port)
+        info.opaque_user_data = opaque
+        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
+        let wsi: OpaquePointer? = address.withCString { address in
+            "RAW".withCString { method in
+                protocolName.withCString { localProtocol in
+                    info.address = address
+                    info.host = address
+                    info.origin = address
+                    info.path = nil
+                    info.method = method
+                    info.local_protocol_name = localProtocol
+                    return lws_client_connect_via_info(&info)
+                }
+            }
+        }
+        return wsi.map(RawSocket.init(wsi:))
+    }
+
+    enum SendOutcome {
+        /// Every byte went out.
+        case sent
+        /// The kernel took `count` bytes (maybe 0); wait for writability for the rest.
+        case partial(Int)
+        case failed(errno: Int32)
+    }
+
+    /// Writes as much of `bytes` as the kernel takes now, without blocking.
+    func send(_ bytes: UnsafeRawBufferPointer) -> SendOutcome {
+        let descriptor = lws_get_socket_fd(wsi)
+        guard descriptor >= 0 else { return .failed(errno: EBADF) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.send(descriptor, bytes.baseAddress! + offset, bytes.count - offset,
+                                     Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            if written > 0 {
+                offset += written
+                continue
+            }
+            if written < 0, errno == EINTR { continue }
+            if written < 0, errno == EAGAIN || errno == EWOULDBLOCK { return .partial(offset) }
+            return .failed(errno: written == 0 ? EPIPE : errno)
+        }
+        return .sent
+    }
+
+    /// Asks for one `LWS_CALLBACK_RAW_WRITEABLE` when the socket can take more.
+    func requestWritable() {
+        lws_callback_on_writable(wsi)
+    }
+
+    /// Stops (`false`) or resumes (`true`) reading from the socket.
+    func setReading(_ enabled: Bool) {
+        lws_rx_flow_control(wsi, enabled ? 1 : 0)
+    }
+
+    /// Arms the one timer of the socket (`LWS_CALLBACK_TIMER`) `delay` from now, or
+    /// cancels it with `nil`.
+    func setTimer(_ delay: Duration?) {
+        if let delay {
+            lws_set_timer_usecs(wsi, delay.microseconds)
+        } else {
+            lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
+        }
+    }
+
+    /// What waits in the socket, looked at without reading or blocking.
+    enum PendingInput {
+        /// Bytes from the peer not read yet.
+        case unread
+        /// Nothing: the peer has neither sent more nor closed.
+        case nothingYet
+        /// The peer closed (EOF), the socket failed, or there is none.
+        case endOrError
+    }
+
+    func peekInput() -> PendingInput {
+        let descriptor = lws_get_socket_fd(wsi)
+        guard descriptor >= 0 else { return .endOrError }
+        var byte: UInt8 = 0
+        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if peeked > 0 { return .unread }
+        return peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .nothingYet : .endOrError
+    }
+}
+
+extension Duration {
+    /// Whole microseconds, at least 1 (lws timers take microseconds).
+    var microseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(1, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+    }
+}
