@@ -1,36 +1,14 @@
 #!/usr/bin/env python3
-"""Checks the Autobahn verdicts against what is expected, and writes CONFORMANCE.md (full mode).
+"""Checks the Autobahn verdicts, and writes CONFORMANCE.md (full mode).
 
-Every case must be OK or INFORMATIONAL, except the ones listed in LWS_CAUSED, whose verdict
-libwebsockets 4.1.6 decides: those may not be worse than listed (better happens when the
-server's bytes arrive in two reads instead of one, and is printed).
+Every case must be OK or INFORMATIONAL: the protocol is ours (Sources/WebSocketStreams/
+Protocol), so no verdict is anyone else's to explain. INFORMATIONAL cases (7.1.6, 7.13.1,
+7.13.2) are informational for every client by design.
 """
 import json
 import sys
 
-# case -> (verdict, why libwebsockets 4.1.6 causes it)
-LWS_CAUSED = {
-    "2.10": ("FAILED", "Ten pings arrive in one read; lws keeps one pending pong per connection and drops the "
-                       "pings that arrive while it is pending, so only the first is answered. lws answers pings "
-                       "itself and tells the application nothing about them, so the client cannot send the "
-                       "other nine pongs."),
-    "6.4.3": ("FAILED", "The invalid UTF-8 is inside one frame that arrives in chops. lws hands a frame's payload "
-                        "to the application only when the frame is complete (or its receive buffer is full), so "
-                        "the client sees the invalid bytes only with the rest of the frame and cannot fail before "
-                        "the server's timeout."),
-    "6.4.4": ("FAILED", "As 6.4.3."),
-}
-# Fail-fast cases: a valid message and an invalid frame arrive in one read. lws delivers the
-# message, then fails the connection (1002) in the same parse pass, before any application
-# code can echo the message. RFC 6455 allows it; Autobahn calls it NON-STRICT.
-for case in ("3.2", "3.3", "3.4", "4.1.3", "4.1.4", "4.1.5", "4.2.3", "4.2.4", "4.2.5", "5.15"):
-    LWS_CAUSED[case] = ("NON-STRICT", "A valid message and then an invalid frame arrive in one read: lws delivers the "
-                                      "message and fails the connection with 1002 in the same parse pass, before "
-                                      "the application can echo the message (the echo is what Autobahn waits for).")
-
 PASSING = {"OK", "INFORMATIONAL"}
-# From best to worst, for comparing a verdict with the one listed in LWS_CAUSED.
-RANK = {"OK": 0, "INFORMATIONAL": 0, "NON-STRICT": 1, "UNIMPLEMENTED": 2, "FAILED": 2}
 ORDER = ["OK", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "FAILED"]
 
 
@@ -43,18 +21,9 @@ def main():
     summary = json.load(open(summary_path))
     cases = summary["cases"]
     unexpected = []
-    better = []
     for case_id, result in sorted(cases.items(), key=lambda item: case_key(item[0])):
         verdict = result.get("behavior", "MISSING")
-        expected = LWS_CAUSED.get(case_id, (None,))[0]
-        if expected is not None:
-            # These verdicts depend on how the server's bytes fall into reads (one read or
-            # two), so a run may do better than listed; only worse is a failure.
-            if RANK.get(verdict, len(RANK)) > RANK[expected]:
-                unexpected.append(f"{case_id}: {verdict} (expected at worst {expected}, caused by lws)")
-            elif verdict != expected:
-                better.append(f"{case_id}: {verdict} (listed as {expected})")
-        elif verdict not in PASSING:
+        if verdict not in PASSING:
             unexpected.append(f"{case_id}: {verdict} / {result.get('behaviorClose')} / close {result.get('remoteCloseCode')}")
         if result.get("client_timed_out"):
             unexpected.append(f"{case_id}: the client timed out")
@@ -65,9 +34,7 @@ def main():
     if unexpected:
         print("conformance: unexpected verdicts:\n  " + "\n  ".join(unexpected), file=sys.stderr)
         return 1
-    if better:
-        print("conformance: better than listed this run (timing):\n  " + "\n  ".join(better))
-    print(f"conformance: {len(cases)} cases, no verdict worse than expected")
+    print(f"conformance: {len(cases)} cases, every one OK or INFORMATIONAL")
     return 0
 
 
@@ -107,7 +74,7 @@ def write_markdown(summary, path):
     else:
         lines += ["| Case | Verdict | Close | Cause |", "|---|---|---|---|"]
         for case_id, result in sorted(not_ok, key=lambda item: case_key(item[0])):
-            cause = LWS_CAUSED.get(case_id, (None, "**not explained: a bug to fix**"))[1]
+            cause = "**not explained: a bug to fix**"
             lines.append(f"| {case_id} | {result.get('behavior')} | {result.get('behaviorClose')} "
                          f"({result.get('remoteCloseCode')}) | {cause} |")
     lines += ["", "INFORMATIONAL cases (7.1.6, 7.13.1, 7.13.2) are informational for every client by design.", ""]

@@ -67,8 +67,9 @@ final class RawPeer {
         return 0
     }
 
-    /// Records what the client sent on a hostile route; its close frame ends the connection.
-    private func hostileReceived(_ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+    /// Records what the client sent on a hostile route and answers its pings (so a client
+    /// can measure a round trip through a flood); its close frame ends the connection.
+    private func hostileReceived(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         guard let input, length > 0 else { return 0 }
         reader.append(UnsafeRawBufferPointer(start: input, count: length))
         while let frame = reader.nextFrame() {
@@ -84,6 +85,8 @@ final class RawPeer {
                     record.closeReceivedAt = .now
                 }
                 return -1
+            case 0x9:
+                guard write(wsi, [0x8A, UInt8(frame.payload.count)] + frame.payload) else { return -1 }
             case 0xA:
                 recorder.change(id) { $0.pongsReceived += 1 }
             case 0x1, 0x2, 0x0:
@@ -120,7 +123,7 @@ final class RawPeer {
             sentClose = true
             return write(wsi, Array(response.utf8) + closeFrame) ? 0 : -1
         case LWS_CALLBACK_RAW_RX:
-            if case .hostile = route { return hostileReceived(input, length) }
+            if case .hostile = route { return hostileReceived(wsi, input, length) }
             // The client's answer to our close (or anything after it) ends the connection.
             return sentClose ? -1 : 0
         case LWS_CALLBACK_RAW_CLOSE, LWS_CALLBACK_WSI_DESTROY:

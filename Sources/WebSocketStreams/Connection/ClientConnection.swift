@@ -209,9 +209,12 @@ final class ClientConnection: ServiceThreadWork {
         }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
-                if let (consumer, message, wake) = machine.withLock({ $0.park(consumer: continuation) }) {
+                switch machine.withLock({ $0.park(consumer: continuation) }) {
+                case .resume(let consumer, let message, let wake):
                     if wake { self.wake() }
                     consumer.resume(returning: message)
+                case .parked(let wake):
+                    if wake { self.wake() }
                 }
             }
         } onCancel: {

@@ -5,6 +5,10 @@ import SynchronizationSupport
 extension ClientTransport {
     /// Bytes arrived from the socket (`LWS_CALLBACK_RAW_RX`).
     func received(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+        if let limit = closing.lingerLimit {
+            // Lingering after the close exchange: a peer still sending is still finishing.
+            closing.deadline = min(limit, .now + Self.lingerAfterClose)
+        }
         if let tls, !isTunnelling {
             tls.receiveCiphertext(bytes)
             pumpTLS(connection, loop: loop)
@@ -179,12 +183,15 @@ extension ClientTransport {
                 deliver(connection, message, loop: loop)
             case .ping(let payload):
                 writer.enqueueControl(.pong, payload: payload)
+                // A burst of pings: answer as they come, so pongs are dropped only when
+                // the peer stops reading them (the writer then keeps the latest).
+                if writer.pendingControlCount >= 64 { flush(connection, loop: loop) }
             case .pong(let payload):
                 pongReceived(connection, payload, at: now)
             case .close(let frame):
                 peerClosed(connection, frame)
             case .failure(let failure):
-                fail(connection, failure)
+                failOrDefer(connection, failure)
             }
         }
         events.removeAll(keepingCapacity: events.count <= 1024)
@@ -215,7 +222,7 @@ extension ClientTransport {
     }
 
     func resumeReading(_ connection: ClientConnection, loop: ClientLoop) {
-        guard readingPaused, let socket else { return }
+        guard readingPaused, deferredFailure == nil, let socket else { return }
         readingPaused = false
         if !heldInput.isEmpty {
             let held = heldInput
@@ -258,6 +265,28 @@ extension ClientTransport {
         closeProgressed(connection)
     }
 
+    /// Fails the connection at once, or, when the broken rule arrived right behind messages
+    /// the consumer has not finished with, once it has (or after ``deferredFailureGrace``):
+    /// a reply it sends to them then goes out before the close frame. Nothing more is read
+    /// meanwhile.
+    private func failOrDefer(_ connection: ClientConnection, _ failure: ProtocolFailure) {
+        guard connection.machine.withLock({ $0.deferFailureIfMessagesPending() }) else {
+            fail(connection, failure)
+            return
+        }
+        deferredFailure = (failure, .now + Self.deferredFailureGrace)
+        pauseReading()
+        armTimer()
+    }
+
+    /// Applies a failure held by ``failOrDefer(_:_:)``.
+    func applyDeferredFailure(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let (failure, _) = deferredFailure else { return }
+        deferredFailure = nil
+        fail(connection, failure)
+        flush(connection, loop: loop)
+    }
+
     /// Fails the connection from this side: the close frame with the failure's code goes
     /// out ahead of anything not yet started, and nothing more is read.
     func fail(_ connection: ClientConnection, _ failure: ProtocolFailure) {
@@ -294,7 +323,9 @@ extension ClientTransport {
         guard closing.sent, closing.received || closing.failing else { return }
         // The closing handshake is complete: end the TLS session too (close_notify).
         if closing.received { tls?.close() }
-        let linger = ContinuousClock.now + Self.lingerAfterClose
+        let now = ContinuousClock.now
+        if closing.lingerLimit == nil { closing.lingerLimit = now + Self.closeTimeout }
+        let linger = now + Self.lingerAfterClose
         if closing.deadline.map({ $0 > linger }) ?? true {
             closing.deadline = linger
             armTimer()

@@ -10,6 +10,7 @@ extension ClientTransport {
         var deadlines: [ContinuousClock.Instant] = []
         if !isOpen { deadlines.append(handshakeDeadline) }
         if let deadline = closing.deadline { deadlines.append(deadline) }
+        if let deferred = deferredFailure { deadlines.append(deferred.deadline) }
         if isOpen, closing.deadline == nil, let next = keepalive?.nextDeadline { deadlines.append(next) }
         guard let nearest = deadlines.min() else {
             socket.setTimer(nil)
@@ -39,6 +40,10 @@ extension ClientTransport {
                 return
             }
             armTimer()
+            return
+        }
+        if let deferred = deferredFailure, now >= deferred.deadline {
+            applyDeferredFailure(connection, loop: loop)
             return
         }
         if let deadline = closing.deadline, now >= deadline {

@@ -45,6 +45,9 @@ final class ClientTransport: @unchecked Sendable {
         var failing = false
         /// When to drop the socket if the peer has not ended TCP by then.
         var deadline: ContinuousClock.Instant?
+        /// How long lingering may go on while the peer keeps sending (the rest of a long
+        /// message it was writing when the close came).
+        var lingerLimit: ContinuousClock.Instant?
     }
 
     let configuration: WebSocketConfiguration
@@ -74,6 +77,9 @@ final class ClientTransport: @unchecked Sendable {
     var dropRequested = false
     /// The error a dropped handshake reports, when it is not the generic one.
     var handshakeError: WebSocketError?
+    /// A broken rule held until the consumer has finished the messages before it, and
+    /// the latest time to apply it anyway.
+    var deferredFailure: (failure: ProtocolFailure, deadline: ContinuousClock.Instant)?
     /// Plaintext read but not fed to the assembler yet: reading paused in the middle of it.
     var heldInput: [UInt8] = []
     /// Events of the current read, reused from read to read.
@@ -90,6 +96,8 @@ final class ClientTransport: @unchecked Sendable {
     /// How long the client waits for the server to end TCP after the close handshake
     /// (RFC 6455 7.1.1: the server ends it first), or after failing the connection.
     static let lingerAfterClose: Duration = .seconds(1)
+    /// How long a failure waits for the consumer to finish the messages before it.
+    static let deferredFailureGrace: Duration = .seconds(2)
     /// How long a cancelled attempt waits for the server's answer to an upgrade request
     /// already sent, so an upgrade that completes meanwhile can be closed properly.
     static let abandonGrace: Duration = .seconds(1)
@@ -274,6 +282,9 @@ final class ClientTransport: @unchecked Sendable {
                 armTimer()
             }
             flush(connection, loop: loop)
+        }
+        if requests.contains(.applyDeferredFailure) {
+            applyDeferredFailure(connection, loop: loop)
         }
     }
 

@@ -24,6 +24,9 @@ struct ConnectionStateMachine {
         static let resumeReading = ServiceRequests(rawValue: 1 << 1)
         /// Drop the connection now (connect cancelled or timed out by the caller).
         static let abort = ServiceRequests(rawValue: 1 << 2)
+        /// The consumer is done with the messages that arrived before a broken rule: fail
+        /// the connection now (see ``deferFailureIfMessagesPending()``).
+        static let applyDeferredFailure = ServiceRequests(rawValue: 1 << 3)
     }
 
     typealias ConnectWaiter = CheckedContinuation<Void, any Error>
@@ -249,10 +252,28 @@ struct ConnectionStateMachine {
     /// A whole message arrived (service thread).
     mutating func receive(_ message: WebSocketMessage) -> ReceiveAction {
         switch inbound.receive(message) {
-        case .deliver(let consumer): .deliver(consumer, message)
-        case .buffered: .none
-        case .bufferedPauseReading: .pauseReading
+        case .deliver(let consumer):
+            consumerHolding = true
+            return .deliver(consumer, message)
+        case .buffered: return .none
+        case .bufferedPauseReading: return .pauseReading
         }
+    }
+
+    /// The consumer was handed messages and has not come back for more yet.
+    private var consumerHolding = false
+    /// A broken rule waits for the consumer to finish the messages before it.
+    private var failureDeferred = false
+
+    /// A frame broke a rule right behind messages the consumer has not finished with
+    /// (buffered, or handed over and still being handled): whether to hold the failure
+    /// until the consumer comes back for more. RFC 6455 lets an endpoint fail at once,
+    /// but then a reply to those messages (an echo, an acknowledgement) never goes out;
+    /// held, the failure lands exactly where the consumer reaches it.
+    mutating func deferFailureIfMessagesPending() -> Bool {
+        guard inbound.count > 0 || consumerHolding else { return false }
+        failureDeferred = true
+        return true
     }
 
     enum NextAction {
@@ -265,9 +286,11 @@ struct ConnectionStateMachine {
     mutating func next() -> NextAction {
         switch inbound.next() {
         case .message(let message, let resumeReading):
+            consumerHolding = true
             let wake = resumeReading && phase != .closed ? request(.resumeReading) : false
             return .message(message, wake: wake)
         case .wait:
+            consumerHolding = false
             return phase == .closed ? .finished : .wait
         }
     }
@@ -281,22 +304,33 @@ struct ConnectionStateMachine {
             let limit = batching ? inbound.consumerBatchLimit - 1 : 0
             let resumeAfterBatch = limit > 0 ? inbound.take(into: &buffer, limit: limit) : false
             let resume = resumeReading || resumeAfterBatch
+            consumerHolding = true
             let wake = resume && phase != .closed ? request(.resumeReading) : false
             return .message(message, wake: wake)
         case .wait:
+            consumerHolding = false
             return phase == .closed ? .finished : .wait
         }
     }
 
+    enum ParkConsumerAction {
+        case resume(InboundQueue.Consumer, with: WebSocketMessage?, wake: Bool)
+        case parked(wake: Bool)
+    }
+
     /// Parks the consumer; resumes it at once when a message or the end arrived meanwhile.
-    mutating func park(consumer: InboundQueue.Consumer) -> (resume: InboundQueue.Consumer, with: WebSocketMessage?, wake: Bool)? {
+    /// A consumer that parks has finished every message before a held failure: that
+    /// failure is applied now (`wake`).
+    mutating func park(consumer: InboundQueue.Consumer) -> ParkConsumerAction {
         switch next() {
-        case .message(let message, let wake): return (consumer, message, wake)
-        case .finished: return (consumer, nil, false)
+        case .message(let message, let wake): return .resume(consumer, with: message, wake: wake)
+        case .finished: return .resume(consumer, with: nil, wake: false)
         case .wait:
-            if consumersCancelled { return (consumer, nil, false) }
+            if consumersCancelled { return .resume(consumer, with: nil, wake: false) }
             inbound.park(consumer)
-            return nil
+            guard failureDeferred else { return .parked(wake: false) }
+            failureDeferred = false
+            return .parked(wake: request(.applyDeferredFailure))
         }
     }
 

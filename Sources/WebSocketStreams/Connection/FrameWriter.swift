@@ -62,6 +62,9 @@ struct FrameWriter {
         !closeWritten && (!controlFrames.isEmpty || outgoing != nil || !messages.isEmpty || close != nil)
     }
 
+    /// Control frames waiting to be encoded.
+    var pendingControlCount: Int { controlFrames.count }
+
     /// Whether the message queue is short enough to take more from the connection.
     var wantsMessages: Bool { !closeWritten && close == nil && messages.count < 64 }
 

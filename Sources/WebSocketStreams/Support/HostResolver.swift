@@ -1,3 +1,4 @@
+import CLibWebSockets
 import Glibc
 import Synchronization
 import SynchronizationSupport

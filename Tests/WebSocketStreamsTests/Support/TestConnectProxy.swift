@@ -1,13 +1,17 @@
+import FoundationEssentials
 import Glibc
 import Synchronization
 import SynchronizationSupport
 @testable import WebSocketStreams
 
 /// A minimal HTTP CONNECT proxy on a free loopback port, for proxy tests: it records
-/// every CONNECT request line, answers 200, and pumps bytes both ways on threads of its
-/// own (blocking I/O on Dispatch or cooperative workers would starve the tests' tasks).
+/// every CONNECT request line, answers 200 (or 407 when it requires credentials the
+/// request lacks), and pumps bytes both ways on threads of its own (blocking I/O on
+/// Dispatch or cooperative workers would starve the tests' tasks).
 final class TestConnectProxy: Sendable {
     let port: Int
+    /// `user:password` the proxy requires as Basic `Proxy-Authorization`, if any.
+    let requiredCredentials: String?
     private let listener: Int32
     private let requests = AnnotatedMutex<[String]>([])
     private let stopped = Atomic<Bool>(false)
@@ -15,7 +19,8 @@ final class TestConnectProxy: Sendable {
     /// The CONNECT request lines seen so far, e.g. `CONNECT 127.0.0.1:4567 HTTP/1.1`.
     var connectRequests: [String] { requests.withLock { $0 } }
 
-    init() throws {
+    init(requiredCredentials: String? = nil) throws {
+        self.requiredCredentials = requiredCredentials
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -71,6 +76,15 @@ final class TestConnectProxy: Sendable {
             reply(client, "HTTP/1.1 400 Bad Request\r\n\r\n")
             close(client)
             return
+        }
+        if let requiredCredentials {
+            let expected = "proxy-authorization: basic " + Data(requiredCredentials.utf8).base64EncodedString().lowercased()
+            guard text.lowercased().contains(expected) else {
+                reply(client, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\n"
+                    + "Content-Length: 0\r\n\r\n")
+                close(client)
+                return
+            }
         }
         let host = String(parts[1][..<colon])
         let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
