@@ -100,10 +100,8 @@ public final class WebSocket: Sendable {
 
     /// The code the connection closed with, once it has: the peer's, the one this side
     /// sent, or ``WebSocketCloseCode/abnormalClosure`` when TCP ended without a close frame.
-    /// `nil` while open or closing.
-    ///
-    /// - Note: libwebsockets 4.1.6 reports a peer's 1012, 1013 and 1014 as 1002
-    ///   (``WebSocketCloseCode/protocolError``); the reason text is kept.
+    /// `nil` while open or closing. A peer's code reaches you unchanged (1012, 1013 and
+    /// 1014 included).
     public var closeCode: WebSocketCloseCode? {
         connection.machine.withLock { $0.termination?.code }
     }
@@ -136,9 +134,9 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.negotiatedExtensions }
     }
 
-    /// The headers of the server's `101 Switching Protocols` answer that libwebsockets
-    /// parsed (it keeps well-known ones only, e.g. `Server`, `Date`, `Set-Cookie`,
-    /// `Sec-WebSocket-Protocol`, `Sec-WebSocket-Extensions`), by canonical name.
+    /// Every header of the server's `101 Switching Protocols` answer, by canonical name
+    /// (e.g. `Server`, `Set-Cookie`, `Sec-WebSocket-Protocol`); repeated ones are joined
+    /// with `", "`.
     public var responseHeaders: [String: String] {
         connection.machine.withLock { $0.responseHeaders }
     }

@@ -7,8 +7,8 @@ import FoundationEssentials
 /// control characters. User info (`wss://user:password@host/`) becomes a Basic
 /// `Authorization` header.
 ///
-/// IPv6 literals work for `ws://`; for `wss://` libwebsockets 4.1.6 cannot verify a
-/// certificate against one (it cuts the host name at its first colon), so use a host name.
+/// IPv6 and IPv4 literals work for `ws://` and `wss://` (a certificate must then carry the
+/// address as an IP subject alternative name).
 package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     /// `true` for `wss`.
     package var isSecure: Bool

@@ -30,8 +30,11 @@ struct MessageAssembler {
     /// The frame whose payload is arriving.
     private var frame: FrameHeader?
     private var partial: Partial?
-    /// Payload of ``partial`` so far (decompressed when compressed).
+    /// Payload of ``partial`` so far (decompressed when compressed), except an
+    /// uncompressed binary message's, which goes straight into ``binaryPayload``.
     private var payload: [UInt8] = []
+    /// An uncompressed binary message gathered where it will be delivered: no copy at the end.
+    private var binaryPayload = Data()
     /// How much of ``payload`` the UTF-8 validator has seen (text only).
     private var validatedCount = 0
     private var validator = UTF8Validator()
@@ -103,7 +106,7 @@ struct MessageAssembler {
     }
 
     private func checkLength(adding length: UInt64) throws(ProtocolFailure) {
-        if UInt64(payload.count) + length > UInt64(maxMessageSize) { throw .tooBig(limit: maxMessageSize) }
+        if UInt64(payload.count + binaryPayload.count) + length > UInt64(maxMessageSize) { throw .tooBig(limit: maxMessageSize) }
     }
 
     private mutating func consume(
@@ -119,12 +122,17 @@ struct MessageAssembler {
         let endOfMessage = endOfFrame && header.isFinal
         if message.isCompressed {
             try inflate(bytes, endOfMessage: endOfMessage)
-        } else if endOfMessage, payload.isEmpty {
+        } else if endOfMessage, payload.isEmpty, binaryPayload.isEmpty {
             // The whole message is in `bytes`: build it from there.
             partial = nil
             frame = nil
             events.append(.message(try Self.makeMessage(message.kind, from: bytes)))
             return
+        } else if message.kind == .binary {
+            if binaryPayload.isEmpty {
+                binaryPayload.reserveCapacity(min(maxMessageSize, Int(clamping: header.payloadLength)))
+            }
+            binaryPayload.append(bytes.assumingMemoryBound(to: UInt8.self))
         } else {
             if message.kind == .text, !validator.validate(bytes) { throw .invalidPayload("invalid UTF-8 in a text message") }
             if payload.isEmpty {
@@ -141,21 +149,28 @@ struct MessageAssembler {
     private mutating func inflate(_ bytes: UnsafeRawBufferPointer, endOfMessage: Bool) throws(ProtocolFailure) {
         guard let inflater else { return }
         var outcome = inflater.inflate(bytes, into: &payload, limit: maxMessageSize)
+        // The text inflated before a failure is checked first, so the first broken rule
+        // wins however the payload was split into pieces.
+        try validateInflatedText()
         if case .ok = outcome, endOfMessage {
             outcome = inflater.finishMessage(into: &payload, limit: maxMessageSize)
+            try validateInflatedText()
         }
         switch outcome {
         case .ok: break
         case .tooLarge: throw .tooBig(limit: maxMessageSize)
         case .corrupt(let reason): throw .invalidPayload("a compressed message could not be inflated: \(reason)")
         }
-        if partial?.kind == .text, validatedCount < payload.count {
-            let valid = payload.withUnsafeBytes { all in
-                validator.validate(UnsafeRawBufferPointer(rebasing: all[validatedCount...]))
-            }
-            if !valid { throw .invalidPayload("invalid UTF-8 in a text message") }
-            validatedCount = payload.count
+    }
+
+    /// Validates the text inflated since the last check (text messages only).
+    private mutating func validateInflatedText() throws(ProtocolFailure) {
+        guard partial?.kind == .text, validatedCount < payload.count else { return }
+        let valid = payload.withUnsafeBytes { all in
+            validator.validate(UnsafeRawBufferPointer(rebasing: all[validatedCount...]))
         }
+        if !valid { throw .invalidPayload("invalid UTF-8 in a text message") }
+        validatedCount = payload.count
     }
 
     private mutating func finishMessage(_ kind: Kind, into events: inout [InboundEvent]) throws(ProtocolFailure) {
@@ -164,6 +179,9 @@ struct MessageAssembler {
         let message: WebSocketMessage
         switch kind {
         case .text: message = .text(String(decoding: payload, as: UTF8.self))
+        case .binary where !binaryPayload.isEmpty:
+            message = .binary(binaryPayload)
+            binaryPayload = Data()
         case .binary: message = .binary(Data(payload))
         }
         // Keep a small buffer for the next message; give a large one back.
@@ -178,6 +196,10 @@ struct MessageAssembler {
             return .binary(Data(bytes))
         case .text:
             guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
+                // The same reason as when the message arrives in pieces: a valid prefix
+                // that stops inside a code point is a truncated message.
+                var validator = UTF8Validator()
+                if validator.validate(bytes) { throw .invalidPayload("a text message ends inside a UTF-8 sequence") }
                 throw .invalidPayload("invalid UTF-8 in a text message")
             }
             return .text(text)
@@ -203,6 +225,7 @@ struct MessageAssembler {
     private mutating func fail(_ failure: ProtocolFailure, into events: inout [InboundEvent]) {
         isFinished = true
         payload = []
+        binaryPayload = Data()
         partial = nil
         events.append(.failure(failure))
     }
