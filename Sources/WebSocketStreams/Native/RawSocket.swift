@@ -75,15 +75,20 @@ struct RawSocket {
         lws_rx_flow_control(wsi, enabled ? 1 : 0)
     }
 
-    /// Arms the one timer of the socket (`LWS_CALLBACK_TIMER`) `delay` from now, or
-    /// cancels it with `nil`.
+    /// Arms the one timer of the socket (`LWS_CALLBACK_TIMER`) `delay` from now, or, with
+    /// `nil`, an hour from now (a fire with nothing due re-arms it).
+    ///
+    /// Never `LWS_SET_TIMER_USEC_CANCEL`: lws 4.1.6 adds it to the current time like any
+    /// other delay, so "cancel" schedules the timer 1 µs in the past and it fires at once.
+    /// A connection that cancels its timer whenever it fires (as one with nothing due does)
+    /// then spins its loop at 100% CPU; that was the wss:// push-burst hang, which struck
+    /// whenever reading paused (the keep-alive stops then).
     func setTimer(_ delay: Duration?) {
-        if let delay {
-            lws_set_timer_usecs(wsi, delay.microseconds)
-        } else {
-            lws_set_timer_usecs(wsi, LWS_SET_TIMER_USEC_CANCEL)
-        }
+        lws_set_timer_usecs(wsi, (delay ?? Self.noDeadline).microseconds)
     }
+
+    /// What an unarmed timer waits: long enough never to matter.
+    static let noDeadline: Duration = .seconds(3600)
 
     /// What waits in the socket, looked at without reading or blocking.
     enum PendingInput {
