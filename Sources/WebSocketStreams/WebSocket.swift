@@ -129,6 +129,14 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.subprotocol }
     }
 
+    /// Whether this `wss://` connection resumed an earlier TLS session with the same server
+    /// (an abbreviated handshake: no certificate exchange). Every connection offers the
+    /// newest session of the last connection to the same host and port, so reconnects
+    /// of a ``ReconnectingWebSocket`` resume. `false` for `ws://`.
+    public var isTLSSessionResumed: Bool {
+        connection.machine.withLock { $0.tlsSessionResumed }
+    }
+
     /// The `Sec-WebSocket-Extensions` the server accepted, e.g. `permessage-deflate`; `nil` when none.
     public var extensions: String? {
         connection.machine.withLock { $0.negotiatedExtensions }

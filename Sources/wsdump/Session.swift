@@ -170,6 +170,7 @@ final class Session {
         var details: [String] = []
         if let subprotocol = connection.subprotocol { details.append("subprotocol: \(subprotocol)") }
         if let extensions = connection.extensions { details.append("extensions: \(extensions)") }
+        if options.verbosity >= 1, connection.isTLSSessionResumed { details.append("TLS session resumed") }
         let url = redactor.url(connection.url)
         printStatus(["connected to \(url)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")])
         if options.verbosity >= 2 {

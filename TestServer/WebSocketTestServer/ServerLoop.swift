@@ -201,10 +201,13 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         let offered = header(wsi, WSI_TOKEN_PROTOCOL)
         let selected = offered == nil ? nil : lws_get_protocol(wsi).map { String(cString: $0.pointee.name) }
         let compressed = settings.compression && (headers["sec-websocket-extensions"]?.contains("permessage-deflate") ?? false)
+        let resumed = lws_get_ssl(wsi).map { SSL_session_reused($0) == 1 } ?? false
         let id = recorder.opened { id in
-            TestServer.ConnectionRecord(
+            var record = TestServer.ConnectionRecord(
                 id: id, path: path, query: query, headers: headers, subprotocol: selected,
                 compressed: compressed, openedAt: .now)
+            record.tlsResumed = resumed
+            return record
         }
         if compressed {
             // lws's 1 KiB deflate buffers split larger messages over many writable passes, and

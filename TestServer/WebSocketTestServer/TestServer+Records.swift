@@ -15,6 +15,9 @@ extension TestServer {
         public var subprotocol: String?
         /// Whether permessage-deflate was negotiated.
         public var compressed: Bool
+        /// Whether the client resumed an earlier TLS session (an abbreviated handshake);
+        /// `false` without TLS.
+        public var tlsResumed = false
         /// When the handshake completed.
         public var openedAt: ContinuousClock.Instant
         /// Data messages received from the client.

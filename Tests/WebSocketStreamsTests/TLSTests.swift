@@ -35,6 +35,50 @@ struct TLSTests {
         }
     }
 
+    @Test("a second connection to the same server resumes the TLS session, and the server sees it")
+    func sessionResumption() async throws {
+        try await withTestServer(tls: .init()) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            let first = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            #expect(!first.isTLSSessionResumed)
+            await first.close()
+            let second = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            #expect(second.isTLSSessionResumed)
+            try await second.send(.text("resumed"))
+            var replies = second.messages.makeAsyncIterator()
+            #expect(await replies.next() == .text("resumed"))
+            await second.close()
+            let seen = server.snapshot.connections
+            #expect(seen.map(\.tlsResumed) == [false, true])
+        }
+    }
+
+    @Test("ReconnectingWebSocket resumes the TLS session on every reconnect")
+    func reconnectResumes() async throws {
+        try await withTestServer(tls: .init()) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            var policy = ReconnectPolicy()
+            policy.initialDelay = .milliseconds(20)
+            policy.minimumUptime = .zero
+            let socket = ReconnectingWebSocket(
+                to: server.url(path: "/close?code=1012&after=20"), configuration: configuration, policy: policy)
+            var reconnects = 0
+            for await state in socket.states {
+                if case .reconnecting = state {
+                    reconnects += 1
+                    if reconnects == 3 { break }
+                }
+            }
+            await socket.close()
+            let resumed = server.snapshot.connections.map(\.tlsResumed)
+            #expect(resumed.count >= 3)
+            #expect(resumed.first == false)
+            #expect(resumed.dropFirst().allSatisfy { $0 }, "resumed: \(resumed)")
+        }
+    }
+
     /// The server's TLS layer says goodbye (close_notify) without a WebSocket close frame:
     /// an abnormal end, not the peer breaking the WebSocket protocol.
     @Test("a wss:// drop without a close frame gives 1006, not a protocol error")

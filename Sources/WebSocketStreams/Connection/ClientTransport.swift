@@ -204,7 +204,8 @@ final class ClientTransport: @unchecked Sendable {
         }
         do {
             tls = try TLSSession(
-                context: tlsContext, host: url.host, verifyHost: !configuration.tls.allowUntrustedCertificates)
+                context: tlsContext, host: url.host, verifyHost: !configuration.tls.allowUntrustedCertificates,
+                resuming: tlsContext.ticket(forServer: tlsServerKey))
         } catch {
             failHandshake(connection, error)
             return
@@ -212,6 +213,9 @@ final class ClientTransport: @unchecked Sendable {
         phase = .securing
         continueTLSHandshake(connection, loop: loop)
     }
+
+    /// The key session tickets are kept under.
+    var tlsServerKey: String { "\(url.host):\(url.port)" }
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: ClientLoop) {
         phase = .upgrading(HTTPResponseParser())
@@ -242,11 +246,15 @@ final class ClientTransport: @unchecked Sendable {
             }
         }
         phase = .open
+        if let tls, let tlsContext = target.tlsContext {
+            // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
+            if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
+        }
         assembler = MessageAssembler(maxMessageSize: configuration.maxMessageSize, inflater: inflater)
         keepalive = Keepalive(interval: configuration.pingInterval, pongTimeout: configuration.pongTimeout, now: .now)
         let (waiter, abandoned, error) = connection.machine.withLock {
             $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
-                           responseHeaders: negotiated.headers)
+                           responseHeaders: negotiated.headers, tlsSessionResumed: tls?.isResumed ?? false)
         }
         if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
         armTimer()

@@ -67,6 +67,8 @@ struct ConnectionStateMachine {
     private(set) var subprotocol: String?
     private(set) var negotiatedExtensions: String?
     private(set) var responseHeaders: [String: String] = [:]
+    /// Whether the TLS handshake resumed an earlier session.
+    private(set) var tlsSessionResumed = false
     /// `messages` streams handed out and not yet released (iterated or not).
     private var liveStreams = 0
     private var isHandleReleased = false
@@ -132,10 +134,12 @@ struct ConnectionStateMachine {
     /// The handshake succeeded: the waiter to resume, or, when `connect` was cancelled
     /// meanwhile, nobody (the connection has no owner and goes away with 1001: `wake`).
     mutating func established(
-        subprotocol: String?, extensions: String?, responseHeaders: [String: String] = [:]
+        subprotocol: String?, extensions: String?, responseHeaders: [String: String] = [:],
+        tlsSessionResumed: Bool = false
     ) -> (waiter: ConnectWaiter?, wake: Bool, error: WebSocketError?) {
         guard phase == .connecting else { return (nil, false, nil) }
         phase = .open
+        self.tlsSessionResumed = tlsSessionResumed
         self.subprotocol = subprotocol
         negotiatedExtensions = extensions
         self.responseHeaders = responseHeaders

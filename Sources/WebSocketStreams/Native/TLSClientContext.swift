@@ -23,6 +23,27 @@ final class TLSClientContext: @unchecked Sendable {
     /// built contexts are kept; a configuration that failed is tried again next time.
     private static let cache = Mutex<[WebSocketConfiguration.TLS: TLSClientContext]>([:])
 
+    /// The newest session ticket per `host:port`, offered by the next connection there:
+    /// a reconnect (``ReconnectingWebSocket`` above all) resumes the session, an
+    /// abbreviated handshake, instead of a full one. At most ``maxTickets`` are kept.
+    private let tickets = Mutex<[String: TLSSessionTicket]>([:])
+    static let maxTickets = 256
+
+    /// The ticket to offer to `host:port`, if a session with it ended or is open.
+    func ticket(forServer server: String) -> TLSSessionTicket? {
+        tickets.withLock { $0[server] }
+    }
+
+    /// Keeps `ticket` for the next connection to `server` (`host:port`).
+    func store(_ ticket: TLSSessionTicket, forServer server: String) {
+        tickets.withLock { tickets in
+            if tickets[server] == nil, tickets.count >= Self.maxTickets, let any = tickets.keys.first {
+                tickets[any] = nil
+            }
+            tickets[server] = ticket
+        }
+    }
+
     /// The context for `tls`, built on first use and cached for the life of the process.
     ///
     /// The context is built outside the lock, so a slow build never blocks callers that
