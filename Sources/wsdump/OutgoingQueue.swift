@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WebSocketStreams
 
 /// Sends, in order and on a task of its own, what the session hands it: messages, the
@@ -19,6 +20,16 @@ final class OutgoingQueue: Sendable {
 
     private let continuation: AsyncStream<Item>.Continuation
     private let sender: Task<Void, Never>
+    /// Messages and files queued and not yet handed to the connection.
+    private let pending: PendingCount
+
+    /// Messages and files queued that the connection has not taken yet.
+    var pendingCount: Int { pending.value.load(ordering: .relaxed) }
+
+    /// A count shared with the sending task.
+    private final class PendingCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
 
     /// Starts the sending task.
     ///
@@ -30,6 +41,8 @@ final class OutgoingQueue: Sendable {
     init(link: any SessionLink, credits: StandardInput.Credits, upload: FileUpload, post: @escaping @Sendable (SessionEvent) -> Void) {
         let (items, continuation) = AsyncStream<Item>.makeStream()
         self.continuation = continuation
+        let pending = PendingCount()
+        self.pending = pending
         sender = Task {
             var bytesQueued = 0
             for await item in items {
@@ -42,6 +55,7 @@ final class OutgoingQueue: Sendable {
                     } catch {
                         post(.sendFailed("\(message) was not sent: \(error)"))
                     }
+                    pending.value.subtract(1, ordering: .relaxed)
                     if fromInput { credits.giveBack() }
                 case .file(let path):
                     do {
@@ -52,6 +66,7 @@ final class OutgoingQueue: Sendable {
                     } catch {
                         post(.sendFailed("\(path) was not sent: \(error)"))
                     }
+                    pending.value.subtract(1, ordering: .relaxed)
                     post(.uploadFinished)
                 case .close(let code, let reason):
                     await link.close(code: code, reason: reason)
@@ -62,6 +77,7 @@ final class OutgoingQueue: Sendable {
 
     /// Queues `item` after everything queued before.
     func enqueue(_ item: Item) {
+        if case .close = item {} else { pending.value.add(1, ordering: .relaxed) }
         continuation.yield(item)
     }
 

@@ -33,13 +33,18 @@ extension Session {
         }
     }
 
-    /// SIGINT, SIGTERM, SIGHUP or Ctrl-C: close with 1001; a second one quits at once.
+    /// How long the close after an interrupt may take before wsdump quits anyway.
+    static let interruptGrace: Duration = .seconds(1)
+
+    /// SIGINT, SIGTERM, SIGHUP or Ctrl-C: close with 1001; a second one, or one second
+    /// without the close finishing, quits at once.
     func interrupted() -> ExitStatus? {
         interrupts += 1
         if interrupts > 1 {
             printStatus(["interrupted again: quitting without waiting for the close handshake"])
-            return .normalClose
+            return quitStatus()
         }
+        startTimer(after: Self.interruptGrace, posting: .interruptGraceElapsed)
         if phase == .connecting {
             pendingClose = .goingAway
             connectTask?.cancel()
@@ -47,6 +52,23 @@ extension Session {
             beginClose(.goingAway, viaQueue: false)
         }
         return nil
+    }
+
+    /// The close after an interrupt has not finished in a second (a peer that does not
+    /// answer, a send stuck behind backpressure, a reconnect loop): quit now.
+    func interruptGraceElapsed() -> ExitStatus? {
+        interrupts += 1
+        printStatus(["the close did not finish within \(Self.interruptGrace): quitting"])
+        return quitStatus()
+    }
+
+    /// The status when quitting without waiting: messages queued and never handed to the
+    /// connection are reported, and make it non-zero.
+    private func quitStatus() -> ExitStatus {
+        let unsent = outgoing?.pendingCount ?? 0
+        guard unsent > 0 else { return .normalClose }
+        printError("\(unsent) message\(unsent == 1 ? " was" : "s were") not sent")
+        return .connectionFailed
     }
 
     /// A `--reconnect` state change: printed, and the end once it is terminal.

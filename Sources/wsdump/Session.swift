@@ -126,6 +126,7 @@ final class Session {
         case .eofWaitElapsed: beginClose(.normalClosure, viaQueue: true)
         case .timeoutElapsed: timeoutElapsed()
         case .interrupted: return interrupted()
+        case .interruptGraceElapsed: return interruptGraceElapsed()
         case .outputClosed: beginClose(.goingAway, viaQueue: false)
         case .sending(let message): sending(message)
         case .sendFailed(let description): if phase == .open { printError(description) }

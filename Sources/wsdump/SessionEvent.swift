@@ -33,6 +33,8 @@ enum SessionEvent: Sendable {
     case timeoutElapsed
     /// SIGINT, SIGTERM or SIGHUP.
     case interrupted
+    /// A second has passed since the first interrupt and the session is still going.
+    case interruptGraceElapsed
     /// Standard output's reader went away.
     case outputClosed
     /// A message is about to be handed to the connection (posted first, so it is shown

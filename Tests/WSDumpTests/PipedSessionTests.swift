@@ -180,4 +180,18 @@ struct PipedSessionTests {
             try await server.waitUntil { $0.closeCodes == [.goingAway] }
         }
     }
+
+    /// A server that never answers a close frame (it stopped reading): SIGTERM still ends
+    /// wsdump within about a second instead of the 10 s close timeout.
+    @Test func sigtermQuitsWithinASecondWhateverThePeerDoes() async throws {
+        try await withTestServer { server in
+            let run = try WSDumpProcess([server.url(path: "/stall")], stdin: .open)
+            await run.waitFor("connected to", inErrors: true)
+            let started = ContinuousClock.now
+            run.send(signal: SIGTERM)
+            let result = await run.finish(timeout: .seconds(5))
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(result.stderr.contains("did not finish within 1"), "stderr: \(result.stderr)")
+        }
+    }
 }
