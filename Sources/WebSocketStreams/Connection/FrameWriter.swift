@@ -56,6 +56,8 @@ struct FrameWriter {
 
     /// Messages dropped from the queue by ``enqueueCloseNow(_:)``: never sent.
     private var abandoned: [WebSocketMessage] = []
+    /// Set by ``enqueueCloseNow(_:)``: a started message stops at the end of its current frame.
+    private var closesAtFrameEnd = false
 
     /// Whether anything is waiting to be encoded.
     var hasWork: Bool {
@@ -96,10 +98,11 @@ struct FrameWriter {
 
     /// Queues the close frame ahead of any message not started yet (failing or answering
     /// a close: what is queued will never be sent, and counts as unsent). A frame in
-    /// progress is finished first.
+    /// progress is finished first; the rest of its message is not sent and counts as unsent.
     mutating func enqueueCloseNow(_ frame: CloseFrame) {
         guard close == nil, !closeWritten else { return }
         close = frame
+        closesAtFrameEnd = true
         if let current = outgoing, current.offset == current.frameEnd {
             outgoing = nil
             abandoned.append(current.message)
@@ -143,6 +146,12 @@ struct FrameWriter {
             }
             if outgoing == nil, let next = messages.popFirst() {
                 outgoing = start(next)
+            }
+            if let current = outgoing, closesAtFrameEnd {
+                // Its frame is done and the close goes next: the rest of the message is never sent.
+                abandoned.insert(current.message, at: 0)
+                outgoing = nil
+                continue
             }
             if var current = outgoing {
                 // A new frame of the current message: needs room for its header and some payload.
