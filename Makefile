@@ -3,12 +3,13 @@
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BENCH_RUNS ?= 3
+FUZZ_RUNS ?= 1000000
 # Swift Testing starts every test at once by default: 220 tests, each with a server
 # thread, on a 2-core machine. Eight at a time is as fast and keeps timing honest.
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps build demo test test-tsan test-asan bench conformance clean
+.PHONY: deps build demo test test-tsan test-asan fuzz fuzz-quick bench conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -50,6 +51,15 @@ test-asan: deps
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 ASAN_OPTIONS=detect_leaks=1 \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt \
 		$(SWIFT) test --sanitize=address --scratch-path .build-asan
+
+## fuzz: libFuzzer under AddressSanitizer on the frame decoder and the handshake parser,
+## FUZZ_RUNS inputs each (Fuzz/README.md); fails on any crash or broken invariant
+fuzz: deps
+	Fuzz/fuzz.sh $(FUZZ_RUNS)
+
+## fuzz-quick: the same with 20000 inputs each, for CI (seconds once built)
+fuzz-quick:
+	$(MAKE) fuzz FUZZ_RUNS=20000
 
 ## conformance: every Autobahn|Testsuite client case (about an hour); writes CONFORMANCE.md
 conformance: deps

@@ -1,0 +1,116 @@
+/// libFuzzer target for the receive path: ``FrameDecoder`` and ``MessageAssembler``, with
+/// and without permessage-deflate (``MessageInflater``).
+///
+/// Input layout: a flags byte (bit 0: compression negotiated; bit 1: the server uses no
+/// context takeover; bit 2: a small message limit instead of 64 KiB), the small limit's
+/// byte (the limit is 8 times it), a ``ChunkPlan``, then the bytes a server sends.
+///
+/// The stream is read three ways: in one piece, in the planned chunks, and in the planned
+/// chunks with `stopAfterMessage` (the transport's way, re-reading what a call left).
+/// All three must give the same events and end in the same state, and every event must
+/// keep the assembler's promises (see ``checkEvents(_:isFinished:limit:)``).
+
+/// The assembler's settings decoded from the input's first bytes.
+private struct FramesSetup {
+    var compression: Bool
+    var parameters = DeflateParameters()
+    var maxMessageSize: Int
+
+    init(flags: UInt8, limitByte: UInt8) {
+        compression = flags & 1 != 0
+        parameters.serverNoContextTakeover = flags & 2 != 0
+        maxMessageSize = flags & 4 != 0 ? Int(limitByte) * 8 : 1 << 16
+    }
+
+    func makeAssembler() -> MessageAssembler {
+        MessageAssembler(
+            maxMessageSize: maxMessageSize,
+            inflater: compression ? MessageInflater(parameters: parameters) : nil
+        )
+    }
+}
+
+/// What one way of reading the stream produced.
+private struct FramesOutcome: Equatable {
+    var events: [InboundEvent] = []
+    var isFinished = false
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzFrames(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    var input = FuzzInput(data, size)
+    let setup = FramesSetup(flags: input.byte(), limitByte: input.byte())
+    let plan = input.chunkPlan()
+    let stream = input.remaining
+    let chunks = plan.chunks(of: stream)
+
+    let whole = read(setup, [stream], stopAfterMessage: false)
+    let chunked = read(setup, chunks, stopAfterMessage: false)
+    let paced = read(setup, chunks, stopAfterMessage: true)
+    check(whole == chunked, "one piece and chunks \(plan.sizes) differ:\n  \(whole)\n  \(chunked)")
+    check(whole == paced, "one piece and stopAfterMessage in chunks \(plan.sizes) differ:\n  \(whole)\n  \(paced)")
+    checkEvents(whole.events, isFinished: whole.isFinished, limit: setup.maxMessageSize)
+    return 0
+}
+
+/// Feeds `chunks` to a new assembler, checking what each `read` returns.
+private func read(_ setup: FramesSetup, _ chunks: [UnsafeRawBufferPointer], stopAfterMessage: Bool) -> FramesOutcome {
+    var assembler = setup.makeAssembler()
+    var outcome = FramesOutcome()
+    for chunk in chunks {
+        var rest = chunk
+        repeat {
+            let wasFinished = assembler.isFinished
+            let eventsBefore = outcome.events.count
+            let consumed = assembler.read(rest, into: &outcome.events, stopAfterMessage: stopAfterMessage)
+            let added = outcome.events[eventsBefore...]
+            check((0...rest.count).contains(consumed), "read \(rest.count) bytes but reports \(consumed)")
+            check(!wasFinished || added.isEmpty, "events after the end: \(added)")
+            if consumed < rest.count {
+                check(stopAfterMessage, "read stopped after \(consumed) of \(rest.count) bytes unasked")
+                check(consumed > 0, "read made no progress on \(rest.count) bytes")
+                check(!assembler.isFinished, "read stopped early although finished")
+                if case .message = added.last {} else { check(false, "read stopped early without a message: \(added)") }
+            }
+            if stopAfterMessage {
+                let messages = added.filter { if case .message = $0 { true } else { false } }
+                check(messages.count <= 1, "stopAfterMessage returned \(messages.count) messages")
+            }
+            rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
+        } while !rest.isEmpty
+    }
+    outcome.isFinished = assembler.isFinished
+    return outcome
+}
+
+/// The promises every event list keeps: a close or a failure comes last and only then is
+/// the assembler finished; messages fit the limit; control payloads fit 125 bytes; close
+/// codes are ones a peer may send; failures carry 1002, 1007 or 1009.
+private func checkEvents(_ events: [InboundEvent], isFinished: Bool, limit: Int) {
+    for (index, event) in events.enumerated() {
+        let isLast = index == events.count - 1
+        switch event {
+        case .message(let message):
+            check(message.byteCount <= limit, "a \(message.byteCount)-byte message passed the \(limit)-byte limit")
+        case .ping(let payload), .pong(let payload):
+            check(payload.count <= 125, "a \(payload.count)-byte control payload")
+        case .close(let frame):
+            check(isLast, "events after a close frame: \(events)")
+            if let code = frame.code {
+                check(CloseFrame.mayBeReceived(code.rawValue), "close code \(code.rawValue) accepted")
+            } else {
+                check(frame.reason.isEmpty, "a reason without a close code")
+            }
+        case .failure(let failure):
+            check(isLast, "events after a failure: \(events)")
+            check([1002, 1007, 1009].contains(failure.code.rawValue), "failure with close code \(failure.code.rawValue)")
+            check(!failure.reason.isEmpty && failure.description.hasPrefix("\(failure.code.rawValue): "), "\(failure)")
+        }
+    }
+    let endsTheStream: Bool
+    switch events.last {
+    case .close?, .failure?: endsTheStream = true
+    default: endsTheStream = false
+    }
+    check(isFinished == endsTheStream, "isFinished is \(isFinished) after \(String(describing: events.last))")
+}
