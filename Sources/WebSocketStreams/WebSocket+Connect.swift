@@ -1,4 +1,5 @@
 import FoundationEssentials
+import SynchronizationSupport
 
 extension WebSocket {
     /// Opens a connection and returns once the opening handshake has succeeded.
@@ -59,18 +60,17 @@ extension WebSocket {
     }
 
     /// Opens a connection, runs `body` with it, and closes it when `body` returns (1000)
-    /// or throws (1001), waiting for the closing handshake either way.
+    /// or throws or is cancelled (1001), waiting for the closing handshake either way.
     ///
     /// ```swift
     /// let reply = try await WebSocket.withConnection(to: "ws://127.0.0.1:9001/echo") { connection in
     ///     try await connection.send(.text("hello"))
-    ///     var messages = connection.messages.makeAsyncIterator()
-    ///     return await messages.next()
+    ///     return await connection.messages.first { _ in true }
     /// }
     /// ```
     ///
-    /// Read with an iterator as above: ending a `for await` loop (or `first(where:)`) over
-    /// `messages` early closes the connection with 1001 on its own.
+    /// Inside the scope, ending a `for await` loop (or `first(where:)`) over `messages`
+    /// early leaves the connection open: the scope decides how it closes.
     public static func withConnection<Result>(
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
@@ -79,6 +79,7 @@ extension WebSocket {
         _ body: (WebSocket) async throws -> Result
     ) async throws -> Result {
         let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop)
+        connection.connection.machine.withLock { $0.isScoped = true }
         do {
             let result = try await body(connection)
             await connection.close(code: .normalClosure)

@@ -91,7 +91,7 @@ public final class WebSocket: Sendable {
     /// connection, just waits for or returns that end.
     ///
     /// - Parameters:
-    ///   - code: A code that may be sent (``WebSocketCloseCode/isSendable``); others are
+    ///   - code: A code that may be sent (``WebSocketCloseCode/isValidInCloseFrame``); others are
     ///     replaced by 1000.
     ///   - reason: Up to 123 bytes of UTF-8; longer text is cut.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {

@@ -44,17 +44,24 @@ public struct WebSocketCloseCode: RawRepresentable, Sendable, Hashable, Expressi
     public static let serviceRestart = WebSocketCloseCode(rawValue: 1012)
     /// 1013: try again later (temporary server overload).
     public static let tryAgainLater = WebSocketCloseCode(rawValue: 1013)
+    /// 1014: the server, acting as a gateway or proxy, got an invalid answer upstream.
+    public static let badGateway = WebSocketCloseCode(rawValue: 1014)
     /// 1015: the TLS handshake failed. Never sent on the wire.
     public static let tlsHandshakeFailure = WebSocketCloseCode(rawValue: 1015)
 
-    /// Whether an endpoint may put this code in a close frame it sends
-    /// (1000-1003, 1007-1014 and 3000-4999).
-    public var isSendable: Bool {
+    /// Whether this code may appear in a close frame, sent or received (1000-1003,
+    /// 1007-1014 and 3000-4999). 1005, 1006 and 1015 only ever describe a connection's end;
+    /// a peer that sends one of those, or an unassigned code, breaks the protocol.
+    public var isValidInCloseFrame: Bool {
         switch rawValue {
         case 1000...1003, 1007...1014, 3000...4999: true
         default: false
         }
     }
+
+    /// The former name of ``isValidInCloseFrame``.
+    @available(*, deprecated, renamed: "isValidInCloseFrame")
+    public var isSendable: Bool { isValidInCloseFrame }
 
     /// A short English name for well-known codes, `nil` for others.
     public var name: String? {

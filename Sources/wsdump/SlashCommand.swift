@@ -80,7 +80,7 @@ enum SlashCommand: Sendable, Equatable {
         guard !argument.isEmpty else { return .close(code: .normalClosure, reason: "") }
         let codeText = argument.prefix(while: { !$0.isWhitespace })
         let reason = argument.dropFirst(codeText.count).trimmingCharacters(in: .whitespaces)
-        guard let number = UInt16(codeText), WebSocketCloseCode(rawValue: number).isSendable else {
+        guard let number = UInt16(codeText), WebSocketCloseCode(rawValue: number).isValidInCloseFrame else {
             return .invalid("close codes that may be sent are 1000-1003, 1007-1014 and 3000-4999")
         }
         guard reason.utf8.count <= 123 else { return .invalid("a close reason holds at most 123 bytes") }

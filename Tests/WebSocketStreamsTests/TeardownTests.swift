@@ -24,6 +24,37 @@ struct TeardownTests {
         await loop.shutdown()
     }
 
+    @Test("withConnection closes with 1000 when its body returns, whatever it read; 1001 when it throws",
+          arguments: ["first(where:)", "break", "iterator"])
+    func scopedConnectionClosesNormally(reading: String) async throws {
+        try await withTestServer { server in
+            let reply = try await WebSocket.withConnection(to: server.url(path: "/echo")) { connection in
+                try await connection.send(.text("one"))
+                switch reading {
+                case "first(where:)":
+                    return await connection.messages.first { _ in true }
+                case "break":
+                    for await message in connection.messages { return message }
+                    return nil
+                default:
+                    var messages = connection.messages.makeAsyncIterator()
+                    return await messages.next()
+                }
+            }
+            #expect(reply == .text("one"))
+            struct Failure: Error {}
+            await #expect(throws: Failure.self) {
+                try await WebSocket.withConnection(to: server.url(path: "/echo")) { connection in
+                    try await connection.send(.text("two"))
+                    _ = await connection.messages.first { _ in true }
+                    throw Failure()
+                }
+            }
+            let seen = try await server.waitUntil { $0.closeCodes.count == 2 }
+            #expect(seen.closeCodes == [.normalClosure, .goingAway])
+        }
+    }
+
     @Test("cancelling the task that iterates sends 1001")
     func cancellationSendsGoingAway() async throws {
         try await withTestServer { server in

@@ -136,7 +136,7 @@ final class ClientConnection: ServiceThreadWork {
 
     func close(code: WebSocketCloseCode, reason: String) async {
         var code = code
-        if !code.isSendable {
+        if !code.isValidInCloseFrame {
             logger.error("close code \(code) may not be sent; closing with 1000 instead")
             code = .normalClosure
         }

@@ -351,7 +351,7 @@ struct ConnectionStateMachine {
     /// Returns whether to wake the loop.
     mutating func streamReleased(wasIterated: Bool) -> Bool {
         liveStreams = max(0, liveStreams - 1)
-        if wasIterated || (isHandleReleased && liveStreams == 0) {
+        if (wasIterated && !isScoped) || (isHandleReleased && liveStreams == 0) {
             return requestClose(code: .goingAway, reason: "")
         }
         return false
@@ -365,6 +365,11 @@ struct ConnectionStateMachine {
     }
 
     private var consumersCancelled = false
+
+    /// The connection belongs to a scope (``WebSocket/withConnection(to:configuration:eventLoop:isolation:_:)``)
+    /// that closes it when it ends: an iteration of `messages` ending early (`first(where:)`,
+    /// `break`) does not close it with 1001 then.
+    var isScoped = false
 
     /// The user's `WebSocket` handle was released. A `messages` stream may still be in use
     /// (Swift may release the handle right after its last use, `connection.messages`); once

@@ -30,13 +30,9 @@ struct CloseFrame: Sendable, Hashable {
         self.reason = reason
     }
 
-    /// Whether a peer may put `code` on the wire: 1000-1003, 1007-1014 (the codes defined
-    /// by RFC 6455 and registered with IANA since) and 3000-4999.
+    /// Whether a peer may put `code` on the wire (``WebSocketCloseCode/isValidInCloseFrame``).
     static func mayBeReceived(_ code: UInt16) -> Bool {
-        switch code {
-        case 1000...1003, 1007...1014, 3000...4999: true
-        default: false
-        }
+        WebSocketCloseCode(rawValue: code).isValidInCloseFrame
     }
 
     /// The payload to send: the code and the reason cut to 123 bytes at a character

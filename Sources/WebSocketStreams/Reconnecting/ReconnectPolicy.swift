@@ -51,8 +51,30 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// Bytes `send` may queue while disconnected. Default 8 MiB.
     public var maxQueuedBytes = 8 * 1024 * 1024
 
-    /// The defaults above.
-    public init() {}
+    /// A policy; every argument has the default documented above.
+    ///
+    /// ```swift
+    /// let policy = ReconnectPolicy(initialDelay: .milliseconds(200), maxAttempts: 10)
+    /// ```
+    public init(
+        initialDelay: Duration = .milliseconds(500),
+        multiplier: Double = 2,
+        maxDelay: Duration = .seconds(30),
+        maxAttempts: Int? = nil,
+        minimumUptime: Duration = .seconds(5),
+        reconnectAfterNormalClosure: Bool = false,
+        maxQueuedMessages: Int = 1000,
+        maxQueuedBytes: Int = 8 * 1024 * 1024
+    ) {
+        self.initialDelay = initialDelay
+        self.multiplier = multiplier
+        self.maxDelay = maxDelay
+        self.maxAttempts = maxAttempts
+        self.minimumUptime = minimumUptime
+        self.reconnectAfterNormalClosure = reconnectAfterNormalClosure
+        self.maxQueuedMessages = maxQueuedMessages
+        self.maxQueuedBytes = maxQueuedBytes
+    }
 
     /// What the socket does after a connection attempt or connection ended with `error`.
     public enum Decision: Sendable, Hashable {
@@ -98,7 +120,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// The delay cap for the `attempt`-th consecutive failed attempt (1-based).
-    public func delayCap(afterAttempt attempt: Int) -> Duration {
+    func delayCap(afterAttempt attempt: Int) -> Duration {
         let exponent = Double(max(0, attempt - 1))
         let seconds = Self.seconds(initialDelay) * pow(multiplier, exponent)
         return min(maxDelay, Self.duration(seconds: min(seconds, 1e9)))
@@ -106,7 +128,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
 
     /// A full-jitter delay for the `attempt`-th failed attempt: uniform in `0...cap`,
     /// raised to `retryAfter` when the server asked for more.
-    public func delay(afterAttempt attempt: Int, retryAfter: Duration? = nil, random: Double) -> Duration {
+    func delay(afterAttempt attempt: Int, retryAfter: Duration? = nil, random: Double) -> Duration {
         let jittered = Self.duration(seconds: Self.seconds(delayCap(afterAttempt: attempt)) * min(max(random, 0), 1))
         guard let retryAfter else { return jittered }
         return max(jittered, retryAfter)

@@ -28,12 +28,20 @@ extension ReconnectingWebSocket {
         }
 
         /// A short description, e.g. `reconnecting after 0.25 seconds (connection failed: ...)`.
+        /// A delay for people, to the hundredth: "0.19 seconds".
+        private static func seconds(_ duration: Duration) -> String {
+            let (seconds, attoseconds) = duration.components
+            let hundredths = seconds * 100 + attoseconds / 10_000_000_000_000_000
+            let fraction = hundredths % 100
+            return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction) seconds"
+        }
+
         public var description: String {
             switch self {
             case .idle: "idle"
             case .connecting(let attempt): "connecting (attempt \(attempt))"
             case .connected(let subprotocol): subprotocol.map { "connected (\($0))" } ?? "connected"
-            case .reconnecting(let delay, let cause): "reconnecting after \(delay) (\(cause))"
+            case .reconnecting(let delay, let cause): "reconnecting after \(Self.seconds(delay)) (\(cause))"
             case .completed: "completed"
             case .cancelled: "cancelled"
             case .failed(let error): "failed: \(error)"

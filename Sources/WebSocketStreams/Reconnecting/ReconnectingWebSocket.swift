@@ -86,8 +86,12 @@ public final class ReconnectingWebSocket: Sendable {
     /// The socket's states as they change, starting with the current one; the stream
     /// finishes after a terminal state. Each access gives an independent stream.
     public var states: AsyncStream<State> {
+        // Subscribed before starting: on a socket nothing has started yet, the first state
+        // is always `idle`, then `connecting (attempt 1)`; later subscribers start with the
+        // current state.
+        let stream = storage.makeStateStream()
         storage.startIfNeeded()
-        return storage.makeStateStream()
+        return stream
     }
 
     /// The current state (the last one ``states`` delivered).
@@ -123,11 +127,11 @@ public final class ReconnectingWebSocket: Sendable {
     /// streams finish.
     ///
     /// - Parameters:
-    ///   - code: A code that may be sent (``WebSocketCloseCode/isSendable``); others are
+    ///   - code: A code that may be sent (``WebSocketCloseCode/isValidInCloseFrame``); others are
     ///     replaced by 1000.
     ///   - reason: Up to 123 bytes of UTF-8; longer text is cut.
     public func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
-        storage.requestEnd(.completed, code: code.isSendable ? code : .normalClosure, reason: reason)
+        storage.requestEnd(.completed, code: code.isValidInCloseFrame ? code : .normalClosure, reason: reason)
         await storage.waitUntilFinished()
     }
 

@@ -6,12 +6,13 @@ import WebSocketStreams
 struct CloseCodeTests {
     @Test("which codes may be sent")
     func sendable() {
-        #expect(WebSocketCloseCode.normalClosure.isSendable)
-        #expect(WebSocketCloseCode(rawValue: 4999).isSendable)
-        #expect(!WebSocketCloseCode.noStatusReceived.isSendable)
-        #expect(!WebSocketCloseCode.abnormalClosure.isSendable)
-        #expect(!WebSocketCloseCode(rawValue: 999).isSendable)
-        #expect(!WebSocketCloseCode(rawValue: 2000).isSendable)
+        #expect(WebSocketCloseCode.normalClosure.isValidInCloseFrame)
+        #expect(WebSocketCloseCode.badGateway.rawValue == 1014 && WebSocketCloseCode.badGateway.isValidInCloseFrame)
+        #expect(WebSocketCloseCode(rawValue: 4999).isValidInCloseFrame)
+        #expect(!WebSocketCloseCode.noStatusReceived.isValidInCloseFrame)
+        #expect(!WebSocketCloseCode.abnormalClosure.isValidInCloseFrame)
+        #expect(!WebSocketCloseCode(rawValue: 999).isValidInCloseFrame)
+        #expect(!WebSocketCloseCode(rawValue: 2000).isValidInCloseFrame)
     }
 
     @Test("descriptions name well-known codes")

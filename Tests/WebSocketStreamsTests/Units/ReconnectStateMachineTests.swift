@@ -183,4 +183,29 @@ struct ReconnectStateMachineTests {
             #expect(result == .finish(.cancelled))
         }
     }
+
+}
+
+@Suite("ReconnectPolicy as users write it")
+struct ReconnectPolicyInitTests {
+    @Test("the initializer takes every knob by label, with the documented defaults")
+    func labelledInitializer() {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(200), maxAttempts: 10)
+        #expect(policy.initialDelay == .milliseconds(200))
+        #expect(policy.maxAttempts == 10)
+        #expect(policy.multiplier == 2)
+        #expect(policy.maxDelay == .seconds(30))
+        #expect(policy.minimumUptime == .seconds(5))
+        #expect(!policy.reconnectAfterNormalClosure)
+        #expect(policy.maxQueuedMessages == 1000)
+        #expect(policy.maxQueuedBytes == 8 * 1024 * 1024)
+        #expect(ReconnectPolicy() == ReconnectPolicy(initialDelay: .milliseconds(500)))
+    }
+
+    @Test("a state's delay reads in seconds to the hundredth")
+    func stateDescription() {
+        let state = ReconnectingWebSocket.State.reconnecting(after: .nanoseconds(192_309_691), cause: .timedOut)
+        #expect(state.description == "reconnecting after 0.19 seconds (timed out waiting for the opening handshake)")
+        #expect(ReconnectingWebSocket.State.reconnecting(after: .seconds(12), cause: .timedOut).description.hasPrefix("reconnecting after 12.00 seconds"))
+    }
 }
