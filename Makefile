@@ -35,10 +35,12 @@ demo: deps
 	@echo "== 2. The bundled TestServer as a process, and wsdump talking to it"
 	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)"
 
-## test: the whole test suite, then a quick Autobahn conformance subset (35 cases)
+## test: the whole test suite, a quick Autobahn conformance subset (36 cases, each must be OK),
+## then 20,000 fuzzed inputs for each protocol parser
 test: deps
 	$(SWIFT) test
 	Conformance/conformance.sh quick
+	$(MAKE) fuzz-quick
 
 ## test-tsan: the suite under ThreadSanitizer (slower: fewer tests at a time)
 test-tsan: deps

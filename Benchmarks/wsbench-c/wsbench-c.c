@@ -7,8 +7,13 @@
  * client's (receive buffer, send limit, several frames per writable callback while
  * nothing is buffered), so the comparison is of the layer, not of tuning.
  *
- *   wsbench-c --workload W1..W6 --url ws://127.0.0.1:PORT/PATH [--count N] [--size BYTES]
- *             [--inflight K] [--connections C] [--time-limit S]
+ *   wsbench-c --workload W1..W6 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]
+ *             [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM]
+ *
+ * wss:// verifies the server's certificate chain and host name (never skipped). Trust is
+ * the system's CAs, which lws loads through OpenSSL's default verify paths, so
+ * SSL_CERT_FILE / SSL_CERT_DIR name a private CA exactly as they do for wsbench;
+ * --ca-file adds one PEM file on top. Ports default to 80 and 443.
  *
  * Build: cc -O2 -o wsbench-c wsbench-c.c $(pkg-config --cflags --libs libwebsockets) -lm
  * (`make bench` does).
@@ -35,6 +40,8 @@ static struct {
 	double time_limit;
 	char host[256], path[1024];
 	int port;
+	int secure;                  /* wss:// */
+	const char *ca_file;         /* --ca-file: extra CA PEM for wss:// */
 	/* progress */
 	long sent, completed, open, failed, closed;
 	double start, end;
@@ -195,21 +202,40 @@ static void time_limit_reached(int signal_number) {
 }
 
 static void usage(void) {
-	fprintf(stderr, "usage: wsbench-c --workload W1..W6 --url ws://HOST:PORT/PATH [--count N] [--size BYTES]"
-		" [--inflight K] [--connections C] [--time-limit S]\n");
+	fprintf(stderr, "usage: wsbench-c --workload W1..W6 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]"
+		" [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM]\n");
 	exit(2);
 }
 
+/* ws[s]://HOST[:PORT][/PATH]; HOST may be a bracketed IPv6 literal (kept without brackets,
+ * as lws wants it for both the address and the certificate name check). */
 static int parse_url(const char *url) {
 	const char *p = url;
-	if (strncmp(p, "ws://", 5)) return -1;
-	p += 5;
-	const char *colon = strchr(p, ':'), *slash = strchr(p, '/');
-	if (!colon || (slash && colon > slash)) return -1;
-	snprintf(b.host, sizeof b.host, "%.*s", (int)(colon - p), p);
-	b.port = atoi(colon + 1);
+	if (!strncmp(p, "ws://", 5)) { b.secure = 0; p += 5; }
+	else if (!strncmp(p, "wss://", 6)) { b.secure = 1; p += 6; }
+	else return -1;
+	const char *slash = strchr(p, '/');
+	const char *authority_end = slash ? slash : p + strlen(p);
+	const char *host_start = p, *host_end, *port_text = NULL;
+	if (*p == '[') {
+		const char *close = memchr(p, ']', (size_t)(authority_end - p));
+		if (!close) return -1;
+		host_start = p + 1;
+		host_end = close;
+		if (close + 1 < authority_end) {
+			if (close[1] != ':') return -1;
+			port_text = close + 2;
+		}
+	} else {
+		const char *colon = memchr(p, ':', (size_t)(authority_end - p));
+		host_end = colon ? colon : authority_end;
+		if (colon) port_text = colon + 1;
+	}
+	if (host_end == host_start) return -1;
+	snprintf(b.host, sizeof b.host, "%.*s", (int)(host_end - host_start), host_start);
+	b.port = port_text ? atoi(port_text) : (b.secure ? 443 : 80);
 	snprintf(b.path, sizeof b.path, "%s", slash ? slash : "/");
-	return b.port > 0 ? 0 : -1;
+	return b.port > 0 && b.port < 65536 ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -224,6 +250,7 @@ int main(int argc, char **argv) {
 		else if (!strcmp(argv[i], "--inflight")) b.inflight = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--connections")) b.connections = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--time-limit")) b.time_limit = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--ca-file")) b.ca_file = argv[++i];
 		else usage();
 	}
 	if (!workload || !b.url || strlen(workload) != 2 || workload[0] != 'W' || parse_url(b.url)) usage();
@@ -247,6 +274,14 @@ int main(int argc, char **argv) {
 	info.gid = -1; info.uid = -1;
 	info.timeout_secs = 600;
 	info.connect_timeout_secs = 600;
+	if (b.secure) {
+		/* lws 4.1.6 makes no client SSL_CTX without it ("bio_create failed"). Plain runs
+		 * leave it off, so they measure exactly what they did before wss:// existed. */
+		info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+		/* On top of the system's CAs (LWS_SSL_CLIENT_USE_OS_CA_CERTS: OpenSSL's default
+		 * verify paths, which honour SSL_CERT_FILE). */
+		info.client_ssl_ca_filepath = b.ca_file;
+	}
 	b.context = lws_create_context(&info);
 	if (!b.context) { fprintf(stderr, "lws_create_context failed\n"); return 1; }
 
@@ -267,6 +302,8 @@ int main(int argc, char **argv) {
 		ci.protocol = NULL;
 		ci.local_protocol_name = "wsbench-c";
 		ci.ietf_version_or_minus_one = -1;
+		/* Chain and host name are both verified: no LCCSCF_ALLOW_* flag. */
+		ci.ssl_connection = b.secure ? LCCSCF_USE_SSL : 0;
 		if (!lws_client_connect_via_info(&ci)) b.failed++;
 	}
 	while (!b.interrupted && now() < deadline)
