@@ -162,7 +162,8 @@ extension ClientTransport {
         while !rest.isEmpty, isOpen {
             guard var assembler else { return }
             self.assembler = nil
-            let consumed = assembler.read(rest, into: &events, stopAfterMessage: true)
+            let room = connection.machine.withLock { $0.inboundRoom }
+            let consumed = assembler.read(rest, into: &events, messageLimit: room.messages, byteLimit: room.bytes)
             self.assembler = assembler
             handleEvents(connection, loop: loop)
             rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
@@ -173,42 +174,46 @@ extension ClientTransport {
         }
     }
 
+    /// Acts on what one read amounted to. Messages go to the state machine in one batch
+    /// (one lock, at most one consumer resumed), each batch ahead of the control frame or
+    /// failure that followed it.
     private func handleEvents(_ connection: ClientConnection, loop: ClientLoop) {
         guard !events.isEmpty else { return }
-        let now = ContinuousClock.now
-        keepalive?.dataReceived(at: now)
+        if keepalive?.inFlight != nil { keepalive?.dataReceived(at: .now) }
         for event in events {
+            if case .message(let message) = event {
+                incoming.append(message)
+                continue
+            }
+            deliverIncoming(connection, loop: loop)
             switch event {
-            case .message(let message):
-                deliver(connection, message, loop: loop)
+            case .message:
+                break
             case .ping(let payload):
                 writer.enqueueControl(.pong, payload: payload)
                 // A burst of pings: answer as they come, so pongs are dropped only when
                 // the peer stops reading them (the writer then keeps the latest).
                 if writer.pendingControlCount >= 64 { flush(connection, loop: loop) }
             case .pong(let payload):
-                pongReceived(connection, payload, at: now)
+                pongReceived(connection, payload, at: .now)
             case .close(let frame):
                 peerClosed(connection, frame)
             case .failure(let failure):
                 failOrDefer(connection, failure)
             }
         }
+        deliverIncoming(connection, loop: loop)
         events.removeAll(keepingCapacity: events.count <= 1024)
     }
 
-    /// Hands a complete message to the state machine. A waiting consumer is resumed after
-    /// this lws pass (``ClientLoop/deliverAfterTurn(_:_:)``), so the rest of the pass's
-    /// messages are already queued when it runs: one wake-up per pass, not per message.
-    private func deliver(_ connection: ClientConnection, _ message: WebSocketMessage, loop: ClientLoop) {
-        switch connection.machine.withLock({ $0.receive(message) }) {
-        case .deliver(let consumer, let message):
-            loop.deliverAfterTurn(consumer, message)
-        case .pauseReading:
-            pauseReading()
-        case .none:
-            break
-        }
+    /// Hands the messages gathered so far to the state machine.
+    private func deliverIncoming(_ connection: ClientConnection, loop: ClientLoop) {
+        guard !incoming.isEmpty else { return }
+        var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
+        let pause = connection.machine.withLock { $0.receive(contentsOf: incoming, deliveries: &deliveries) }
+        incoming.removeAll(keepingCapacity: incoming.count <= 1024)
+        for (consumer, message) in deliveries { loop.deliverAfterTurn(consumer, message) }
+        if pause { pauseReading() }
     }
 
     func pauseReading() {

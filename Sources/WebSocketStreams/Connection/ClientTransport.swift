@@ -82,6 +82,8 @@ final class ClientTransport: @unchecked Sendable {
     var deferredFailure: (failure: ProtocolFailure, deadline: ContinuousClock.Instant)?
     /// Plaintext read but not fed to the assembler yet: reading paused in the middle of it.
     var heldInput: [UInt8] = []
+    /// Messages of the current read not yet handed to the state machine (reused).
+    var incoming: [WebSocketMessage] = []
     /// Events of the current read, reused from read to read.
     var events: [InboundEvent] = []
     /// This side's close frame, once queued (reported when it is on the wire).

@@ -264,6 +264,26 @@ struct ConnectionStateMachine {
         }
     }
 
+    /// How many messages (and bytes) the consumer's buffer takes before reading pauses.
+    var inboundRoom: (messages: Int, bytes: Int) { inbound.room }
+
+    /// Several whole messages arrived (service thread): waiting consumers take the first
+    /// ones (added to `deliveries`), the rest are buffered; one lock for all of them.
+    /// Returns whether reading must pause.
+    mutating func receive(
+        contentsOf batch: [WebSocketMessage], deliveries: inout [(InboundQueue.Consumer, WebSocketMessage)]
+    ) -> Bool {
+        var pause = false
+        for message in batch {
+            switch receive(message) {
+            case .deliver(let consumer, let message): deliveries.append((consumer, message))
+            case .pauseReading: pause = true
+            case .none: break
+            }
+        }
+        return pause
+    }
+
     /// The consumer was handed messages and has not come back for more yet.
     private var consumerHolding = false
     /// A broken rule waits for the consumer to finish the messages before it.

@@ -29,6 +29,12 @@ struct InboundQueue {
 
     /// Messages waiting for a consumer.
     var count: Int { messages.count }
+
+    /// Messages and bytes that fit before reading must pause (at least 1 each: the
+    /// message that reaches the limit is taken too).
+    var room: (messages: Int, bytes: Int) {
+        (max(1, maxMessages - messages.count), max(1, maxBytes - bytes))
+    }
     /// Whether nothing is buffered.
     var isEmpty: Bool { messages.isEmpty }
 

@@ -59,7 +59,19 @@ struct MessageAssembler {
     /// consumes everything (after a close frame or a failure, the rest is ignored).
     @discardableResult
     mutating func read(_ bytes: UnsafeRawBufferPointer, into events: inout [InboundEvent], stopAfterMessage: Bool = false) -> Int {
+        read(bytes, into: &events, messageLimit: stopAfterMessage ? 1 : .max, byteLimit: .max)
+    }
+
+    /// Reads `bytes` like ``read(_:into:stopAfterMessage:)``, returning right after the
+    /// message that reaches `messageLimit` messages or `byteLimit` message bytes in this
+    /// call (the room a consumer's buffer has left).
+    @discardableResult
+    mutating func read(
+        _ bytes: UnsafeRawBufferPointer, into events: inout [InboundEvent], messageLimit: Int, byteLimit: Int
+    ) -> Int {
         guard !isFinished else { return bytes.count }
+        var messages = 0
+        var messageBytes = 0
         var input = bytes
         do throws(ProtocolFailure) {
             while let piece = try decoder.next(from: &input) {
@@ -70,8 +82,10 @@ struct MessageAssembler {
                     let eventsBefore = events.count
                     try consume(payload, endOfFrame: endOfFrame, into: &events)
                     if isFinished { return bytes.count }
-                    if stopAfterMessage, events.count > eventsBefore, case .message = events[events.count - 1] {
-                        return bytes.count - input.count
+                    if events.count > eventsBefore, case .message(let message) = events[events.count - 1] {
+                        messages += 1
+                        messageBytes += message.byteCount
+                        if messages >= messageLimit || messageBytes >= byteLimit { return bytes.count - input.count }
                     }
                 }
             }
