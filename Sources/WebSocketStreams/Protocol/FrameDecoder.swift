@@ -22,9 +22,7 @@ struct FrameDecoder {
     /// Payload bytes of the current frame not yet handed out; `nil` between frames.
     private var remainingPayload: UInt64?
 
-    init() {
-        pendingHeader.reserveCapacity(10)
-    }
+    init() {}
 
     /// The next piece from the front of `input`, or `nil` when `input` is used up before
     /// a whole piece (a partial header is kept for the next call).

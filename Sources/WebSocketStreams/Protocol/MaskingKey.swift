@@ -56,19 +56,21 @@ struct MaskingKey: Sendable, Hashable {
     }
 }
 
-/// Masking keys from OpenSSL's CSPRNG, fetched 4 KiB at a time so a frame costs no
-/// system call or library call of its own (RFC 6455 10.3: keys must be unpredictable).
+/// Masking keys from OpenSSL's CSPRNG, fetched `batchSize` at a time so a frame costs
+/// no library call of its own (RFC 6455 10.3: keys must be unpredictable). Nothing is
+/// allocated until the first frame: an idle connection pays nothing for it.
 struct MaskingKeySource {
-    private var keys: [UInt32]
-    private var index: Int
+    private let batchSize: Int
+    private var keys: [UInt32] = []
+    private var index = 0
 
-    init(batchSize: Int = 1024) {
-        keys = [UInt32](repeating: 0, count: batchSize)
-        index = batchSize
+    init(batchSize: Int = 64) {
+        self.batchSize = batchSize
     }
 
     mutating func next() -> MaskingKey {
         if index == keys.count {
+            if keys.isEmpty { keys = [UInt32](repeating: 0, count: batchSize) }
             keys.withUnsafeMutableBytes { Crypto.fillRandom($0) }
             index = 0
         }

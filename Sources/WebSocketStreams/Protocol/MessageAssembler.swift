@@ -50,7 +50,6 @@ struct MessageAssembler {
     init(maxMessageSize: Int, inflater: MessageInflater? = nil) {
         self.maxMessageSize = maxMessageSize
         self.inflater = inflater
-        control.reserveCapacity(125)
     }
 
     /// Reads `bytes`, appending what they complete to `events`; returns how many bytes

@@ -4,24 +4,6 @@ import Testing
 
 // MARK: - Helpers
 
-/// A small, fast, seeded generator (SplitMix64) so randomized tests repeat exactly.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-
-    /// `count` random bytes, eight at a time.
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        let words = (0..<(count + 7) / 8).map { _ in next() }
-        return words.withUnsafeBytes { Array($0.prefix(count)) }
-    }
-}
 
 /// One frame as the client wrote it, unmasked.
 private struct ClientFrame: Equatable, CustomStringConvertible {

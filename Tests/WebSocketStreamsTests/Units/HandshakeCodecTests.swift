@@ -39,17 +39,6 @@ private func head(status: Int = 400, _ fields: [(String, String)]) -> HTTPRespon
     )
 }
 
-/// SplitMix64: a small, seeded generator so the fuzz loops repeat exactly.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// RFC 6455 section 1.3's example key and its accept value.
 private let rfcKey = "dGhlIHNhbXBsZSBub25jZQ=="

@@ -1,18 +1,6 @@
 import Testing
 @testable import WebSocketStreams
 
-/// A small, fast, seeded generator (SplitMix64) so randomized tests repeat exactly.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
 
 /// Compresses one message into a fresh buffer.
 private func compressMessage(_ message: [UInt8], with deflater: MessageDeflater) -> [UInt8] {
