@@ -17,6 +17,8 @@ final class RawPeer {
     private var reader = ClientFrameReader()
     /// `slowloris`: the 101 being trickled, and how much of it went out.
     private var trickle: (bytes: [UInt8], sent: Int)?
+    /// `/frame-echo`: what the client sent, turned into the frames to send back.
+    private var echo = FrameEcho()
 
     init(id: Int, route: ServerRoute, key: String, recorder: ServerRecorder) {
         self.id = id
@@ -38,6 +40,9 @@ final class RawPeer {
             let close: [UInt8] = [0x88, 0x02, 0x03, 0xE8]
             sentClose = true
             return write(wsi, Array(upgrade.utf8) + text + pong + close) ? 0 : -1
+        case .frameEcho:
+            guard let upgrade = upgradeResponse() else { return -1 }
+            return write(wsi, Array(upgrade.utf8)) ? 0 : -1
         case .hostile(let behaviour):
             guard let upgrade = upgradeResponse() else { return -1 }
             if case .slowloris(let milliseconds) = behaviour {
@@ -116,6 +121,7 @@ final class RawPeer {
         switch reason {
         case LWS_CALLBACK_TIMER:
             if case .hostile(let behaviour) = route { return hostileTimerFired(wsi, behaviour) }
+            if case .frameEcho = route { return -1 }
             guard case .slow = route else { return 0 }
             // The late answer: a valid upgrade, then a close frame (1000, "slow").
             guard let response = upgradeResponse() else { return -1 }
@@ -124,6 +130,16 @@ final class RawPeer {
             return write(wsi, Array(response.utf8) + closeFrame) ? 0 : -1
         case LWS_CALLBACK_RAW_RX:
             if case .hostile = route { return hostileReceived(wsi, input, length) }
+            if case .frameEcho = route, let input {
+                let (reply, closed) = echo.receive(UnsafeRawBufferPointer(start: input, count: length))
+                if !reply.isEmpty, !write(wsi, reply) { return -1 }
+                if closed {
+                    // The close was echoed: end TCP once lws has written it.
+                    lws_set_timer_usecs(wsi, 50_000)
+                    sentClose = true
+                }
+                return 0
+            }
             // The client's answer to our close (or anything after it) ends the connection.
             return sentClose ? -1 : 0
         case LWS_CALLBACK_RAW_CLOSE, LWS_CALLBACK_WSI_DESTROY:

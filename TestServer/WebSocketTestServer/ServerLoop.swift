@@ -81,6 +81,8 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
         var info = lws_context_creation_info()
         info.port = Int32(settings.port)
+        // Raw routes (e.g. /frame-echo) read this much per pass, as the client does.
+        info.pt_serv_buf_size = 256 * 1024
         info.protocols = UnsafePointer(Self.protocols)
         info.extensions = settings.compression ? UnsafePointer(LWSStatics.deflateExtensions) : nil
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)

@@ -14,6 +14,7 @@
 /// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
 /// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
 /// | `/hostile/<kind>` | Misbehaves below the WebSocket layer, byte by byte (see ``HostileBehaviour``) |
+/// | `/frame-echo` | Echoes every frame as it arrives (pings answered), without libwebsockets' ws role: for benchmarks that should measure the client, not lws's byte-at-a-time server parser. Not over TLS |
 ///
 /// Any other path is rejected with 404.
 enum ServerRoute: Sendable, Equatable {
@@ -29,6 +30,7 @@ enum ServerRoute: Sendable, Equatable {
     case headers
     case badUTF8(split: Bool)
     case hostile(HostileBehaviour)
+    case frameEcho
 
     init(path: String, query: [String: String]) {
         func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
@@ -57,6 +59,8 @@ enum ServerRoute: Sendable, Equatable {
             self = .headers
         case "/bad-utf8":
             self = .badUTF8(split: query["split"] != nil)
+        case "/frame-echo":
+            self = .frameEcho
         case _ where path.hasPrefix("/hostile/"):
             let kind = String(path.dropFirst("/hostile/".count))
             if let behaviour = HostileBehaviour(kind: kind, query: query) {
@@ -72,7 +76,7 @@ enum ServerRoute: Sendable, Equatable {
     /// Routes served by taking the socket away from libwebsockets before it answers the upgrade.
     var isRaw: Bool {
         switch self {
-        case .slow, .hang, .uncompressed, .hostile: true
+        case .slow, .hang, .uncompressed, .hostile, .frameEcho: true
         default: false
         }
     }

@@ -22,4 +22,25 @@ struct EchoTests {
             #expect(seen.connections.first?.closeReasonReceived == "bye")
         }
     }
+
+    @Test("/frame-echo (the benchmarks' echo) returns every frame: small, 2.5 MiB in fragments, pings; then the close")
+    func frameEcho() async throws {
+        try await withTestServer(compression: false) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.compression = false
+            let connection = try await WebSocket.connect(to: server.url(path: "/frame-echo"), configuration: configuration)
+            let large = Data((0..<(5 << 19)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try await connection.send(.text("héllo"))
+            try await connection.send(.binary(large))
+            try await connection.send(.binary(Data()))
+            var iterator = connection.messages.makeAsyncIterator()
+            #expect(await iterator.next() == .text("héllo"))
+            #expect(await iterator.next() == .binary(large))
+            #expect(await iterator.next() == .binary(Data()))
+            #expect(try await connection.ping() < .seconds(5))
+            await connection.close(code: .normalClosure, reason: "done")
+            #expect(connection.closeCode == .normalClosure)
+            #expect(connection.closeReason == "done")
+        }
+    }
 }

@@ -78,3 +78,13 @@ struct MaskingKeySource {
         return MaskingKey(bits: keys[index])
     }
 }
+
+/// Masking for code outside the module that plays a server (the TestServer's frame echo):
+/// the same eight-bytes-at-a-time XOR the client masks with.
+package enum WebSocketMasking {
+    /// XORs `bytes` in place with `key` (the four key bytes in wire order).
+    package static func unmask(_ bytes: UnsafeMutableRawBufferPointer, key: (UInt8, UInt8, UInt8, UInt8)) {
+        guard let base = bytes.baseAddress else { return }
+        MaskingKey(key.0, key.1, key.2, key.3).copyMasked(UnsafeRawBufferPointer(bytes), to: base)
+    }
+}
