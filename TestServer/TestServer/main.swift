@@ -14,7 +14,8 @@ struct TestServerCommand: AsyncParsableCommand {
         abstract: "A local WebSocket server with routes that misbehave on purpose.",
         discussion: """
             Routes: /echo, /push?count=&size=&type=, /close?code=&reason=&after=, /drop?after=,
-            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1, and
+            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1,
+            /frame-echo (every frame back as it arrives, without lws's ws role; not over TLS), and
             /hostile/KIND, which breaks RFC 6455 byte by byte. KIND is garbage?seed=&count=,
             reserved-bits, unknown-opcode, masked, fragmented-control, huge-length,
             bad-close-code?code=, long-close-reason, bad-utf8-fragments, ping-flood?count=,
