@@ -43,6 +43,13 @@ final class RawPeer {
         case .frameEcho:
             guard let upgrade = upgradeResponse() else { return -1 }
             return write(wsi, Array(upgrade.utf8)) ? 0 : -1
+        case .hugeHeaders:
+            // A header block that never ends: 1 MiB of lines and no blank line.
+            let line = Array("X-Filler: \(String(repeating: "a", count: 1000))\r\n".utf8)
+            var bytes = Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n".utf8)
+            for _ in 0..<(1 << 20) / line.count { bytes += line }
+            lws_set_timer_usecs(wsi, 10_000_000)
+            return write(wsi, bytes) ? 0 : -1
         case .hostile(let behaviour):
             guard let upgrade = upgradeResponse() else { return -1 }
             if case .slowloris(let milliseconds) = behaviour {

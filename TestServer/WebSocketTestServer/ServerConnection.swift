@@ -85,7 +85,7 @@ final class ServerConnection {
             } else {
                 enqueue(wsi, payload: first + second, binary: false)
             }
-        case .echo, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho:
+        case .echo, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders:
             break
         }
     }
@@ -123,7 +123,7 @@ final class ServerConnection {
         switch route {
         case .echo, .push, .headers, .close, .drop, .badUTF8:
             enqueue(wsi, payload: message, binary: partialIsBinary)
-        case .stall, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho:
+        case .stall, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders:
             break
         }
         return 0

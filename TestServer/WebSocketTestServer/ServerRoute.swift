@@ -14,6 +14,7 @@
 /// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
 /// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
 /// | `/hostile/<kind>` | Misbehaves below the WebSocket layer, byte by byte (see ``HostileBehaviour``) |
+/// | `/huge-headers` | Answers 101, then sends 1 MiB of header lines and never ends the header block |
 /// | `/frame-echo` | Echoes every frame as it arrives (pings answered), without libwebsockets' ws role: for benchmarks that should measure the client, not lws's byte-at-a-time server parser. Not over TLS |
 ///
 /// Any other path is rejected with 404.
@@ -31,6 +32,7 @@ enum ServerRoute: Sendable, Equatable {
     case badUTF8(split: Bool)
     case hostile(HostileBehaviour)
     case frameEcho
+    case hugeHeaders
 
     init(path: String, query: [String: String]) {
         func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
@@ -61,6 +63,8 @@ enum ServerRoute: Sendable, Equatable {
             self = .badUTF8(split: query["split"] != nil)
         case "/frame-echo":
             self = .frameEcho
+        case "/huge-headers":
+            self = .hugeHeaders
         case _ where path.hasPrefix("/hostile/"):
             let kind = String(path.dropFirst("/hostile/".count))
             if let behaviour = HostileBehaviour(kind: kind, query: query) {
@@ -76,7 +80,7 @@ enum ServerRoute: Sendable, Equatable {
     /// Routes served by taking the socket away from libwebsockets before it answers the upgrade.
     var isRaw: Bool {
         switch self {
-        case .slow, .hang, .uncompressed, .hostile, .frameEcho: true
+        case .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders: true
         default: false
         }
     }

@@ -83,6 +83,22 @@ struct HandshakeTests {
         }
     }
 
+    @Test("a 101 with a header block that never ends fails at the 64 KiB cap, with a reason")
+    func hugeHeaderBlock() async throws {
+        try await withTestServer { server in
+            let started = ContinuousClock.now
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/huge-headers"))
+            }
+            guard case .connectionFailed(let reason)? = error else {
+                Issue.record("expected connectionFailed, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("exceed 65536 bytes"), "reason: \(reason)")
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
     @Test("ws:// and wss:// through an HTTP CONNECT proxy", arguments: [false, true])
     func proxy(tls: Bool) async throws {
         let proxy = try TestConnectProxy()

@@ -1,4 +1,3 @@
-import CLibWebSockets
 import DequeModule
 import FoundationEssentials
 import Logging
@@ -133,34 +132,29 @@ final class ClientTransport: @unchecked Sendable {
 
     // MARK: - Callbacks
 
-    func handle(
-        _ connection: ClientConnection, wsi: OpaquePointer, reason: lws_callback_reasons,
-        input: UnsafeMutableRawPointer?, length: Int, loop: ClientLoop
-    ) -> Int32 {
-        if socket == nil { socket = RawSocket(wsi: wsi) }
-        switch reason {
-        case LWS_CALLBACK_RAW_CONNECTED:
+    /// Handles what the socket reports; returns whether to drop it now.
+    func handle(_ connection: ClientConnection, _ event: RawSocket.Event, socket reporting: RawSocket, loop: ClientLoop) -> Bool {
+        if socket == nil { socket = reporting }
+        switch event {
+        case .connected:
             connected(connection, loop: loop)
-        case LWS_CALLBACK_RAW_RX:
-            received(connection, UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length), loop: loop)
-        case LWS_CALLBACK_RAW_WRITEABLE:
+        case .received(let bytes):
+            received(connection, bytes, loop: loop)
+        case .writable:
             writableRequested = false
             flush(connection, loop: loop)
-        case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-            let message = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) }
+        case .connectFailed(let message):
             end(connection, connectError: .connectionFailed("\(message ?? "could not connect") (\(target.description))"))
-        case LWS_CALLBACK_RAW_CLOSE:
+        case .closed:
             socketClosed(connection)
-        case LWS_CALLBACK_TIMER:
+        case .timer:
             timerFired(connection, loop: loop)
-        case LWS_CALLBACK_WSI_DESTROY:
+        case .destroyed:
             socketClosed(connection)
             socket = nil
-            return 0
-        default:
-            return 0
+            return false
         }
-        return dropRequested ? -1 : 0
+        return dropRequested
     }
 
     // MARK: - Connecting

@@ -10,6 +10,39 @@ import Glibc
 struct RawSocket {
     let wsi: OpaquePointer
 
+    /// What lws reports about a raw client socket, in the transport's words.
+    enum Event {
+        /// TCP is connected (`LWS_CALLBACK_RAW_CONNECTED`).
+        case connected
+        /// Bytes arrived (`LWS_CALLBACK_RAW_RX`); valid during the call only.
+        case received(UnsafeRawBufferPointer)
+        /// The socket can take more (`LWS_CALLBACK_RAW_WRITEABLE`).
+        case writable
+        /// The connect failed, with lws's reason (`LWS_CALLBACK_CLIENT_CONNECTION_ERROR`).
+        case connectFailed(String?)
+        /// The socket closed (`LWS_CALLBACK_RAW_CLOSE`).
+        case closed
+        /// The socket's timer fired (`LWS_CALLBACK_TIMER`).
+        case timer
+        /// lws is freeing the socket; always the last event (`LWS_CALLBACK_WSI_DESTROY`).
+        case destroyed
+
+        /// The event for an lws callback, or `nil` for one the transport does not handle.
+        init?(reason: lws_callback_reasons, input: UnsafeMutableRawPointer?, length: Int) {
+            switch reason {
+            case LWS_CALLBACK_RAW_CONNECTED: self = .connected
+            case LWS_CALLBACK_RAW_RX: self = .received(UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length))
+            case LWS_CALLBACK_RAW_WRITEABLE: self = .writable
+            case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+                self = .connectFailed(input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) })
+            case LWS_CALLBACK_RAW_CLOSE: self = .closed
+            case LWS_CALLBACK_TIMER: self = .timer
+            case LWS_CALLBACK_WSI_DESTROY: self = .destroyed
+            default: return nil
+            }
+        }
+    }
+
     /// Starts a non-blocking connect to `address:port` (a numeric address) on `vhost`.
     /// `nil` when lws refused at once (then no callback follows).
     static func connect(

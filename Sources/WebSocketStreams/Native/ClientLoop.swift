@@ -84,8 +84,8 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         let connection = Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue()
         currentConnection = connection
         defer { currentConnection = nil }
-        let result = connection.transport.handle(
-            connection, wsi: wsi, reason: reason, input: input, length: length, loop: self)
+        guard let event = RawSocket.Event(reason: reason, input: input, length: length) else { return 0 }
+        let result: Int32 = connection.transport.handle(connection, event, socket: RawSocket(wsi: wsi), loop: self) ? -1 : 0
         if reason == LWS_CALLBACK_WSI_DESTROY {
             lws_set_opaque_user_data(wsi, nil)
             release(connection)
