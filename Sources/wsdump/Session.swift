@@ -187,6 +187,7 @@ final class Session {
 
     private func reconnected(_ connection: WebSocket) {
         openedAt = openedAt ?? .now
+        if options.verbosity >= 1, connection.isTLSSessionResumed { printStatus(["TLS session resumed"]) }
         if options.verbosity >= 2 {
             printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
         }

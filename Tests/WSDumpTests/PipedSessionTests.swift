@@ -158,6 +158,20 @@ struct PipedSessionTests {
         }
     }
 
+    /// Reconnects to the same wss:// server resume the TLS session, and -v says so.
+    @Test func reconnectOverTLSSaysTheSessionResumed() async throws {
+        try await withTestServer(tls: .init()) { server in
+            let run = try WSDumpProcess(
+                ["-v", "--reconnect", "--ca-file", server.caCertificateFile ?? "", server.url(path: "/close?code=1012&after=50")],
+                stdin: .open)
+            await run.waitFor("TLS session resumed", inErrors: true)
+            run.send(signal: SIGINT)
+            let result = await run.finish()
+            #expect(result.stderr.contains("TLS session resumed"))
+            #expect(server.snapshot.connections.dropFirst().contains { $0.tlsResumed })
+        }
+    }
+
     @Test func keepAlivePingsShowWithTwoV() async throws {
         try await withTestServer { server in
             let run = try WSDumpProcess(["-vv", "--ping-interval", "0.2", server.url(path: "/echo")], stdin: .open)

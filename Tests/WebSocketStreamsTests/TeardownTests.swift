@@ -55,6 +55,27 @@ struct TeardownTests {
         }
     }
 
+    @Test("closing while reading is paused behind a full buffer still reads the peer's answer at once")
+    func closeWhilePaused() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            configuration.maxBufferedMessages = 2
+            let connection = try await WebSocket.connect(
+                to: server.url(path: "/push?count=5000&size=64"), configuration: configuration)
+            // Nobody reads: the buffer fills and reading pauses.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while connection.inboundPeakBytes < 2 * 64, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let started = ContinuousClock.now
+            await connection.close(code: .goingAway)
+            // Well under the 10 s close timeout: the close answer was read past the full buffer.
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(connection.closeCode == .goingAway)
+            #expect(connection.error == nil)
+        }
+    }
+
     @Test("cancelling the task that iterates sends 1001")
     func cancellationSendsGoingAway() async throws {
         try await withTestServer { server in

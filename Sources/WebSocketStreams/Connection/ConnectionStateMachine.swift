@@ -255,17 +255,23 @@ struct ConnectionStateMachine {
 
     /// A whole message arrived (service thread).
     mutating func receive(_ message: WebSocketMessage) -> ReceiveAction {
+        // Closing with the buffer full: reading goes on (for the peer's close answer) but
+        // what else arrives is dropped, as RFC 6455 allows once a close frame has been
+        // sent or received, so a peer that keeps sending cannot grow the buffer.
+        if phase != .open, inbound.isFull { return .none }
         switch inbound.receive(message) {
         case .deliver(let consumer):
             consumerHolding = true
             return .deliver(consumer, message)
         case .buffered: return .none
-        case .bufferedPauseReading: return .pauseReading
+        // Closing: the peer's close answer must get in even if the consumer fell behind
+        // (or left); the close timeout bounds what can pile up before it.
+        case .bufferedPauseReading: return phase == .open ? .pauseReading : .none
         }
     }
 
     /// How many messages (and bytes) the consumer's buffer takes before reading pauses.
-    var inboundRoom: (messages: Int, bytes: Int) { inbound.room }
+    var inboundRoom: (messages: Int, bytes: Int) { phase == .open ? inbound.room : (.max, .max) }
 
     /// Several whole messages arrived (service thread): waiting consumers take the first
     /// ones (added to `deliveries`), the rest are buffered; one lock for all of them.

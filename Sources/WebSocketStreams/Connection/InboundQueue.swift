@@ -30,6 +30,9 @@ struct InboundQueue {
     /// Messages waiting for a consumer.
     var count: Int { messages.count }
 
+    /// Whether the buffer has reached one of its limits.
+    var isFull: Bool { messages.count >= maxMessages || bytes >= maxBytes }
+
     /// Messages and bytes that fit before reading must pause (at least 1 each: the
     /// message that reaches the limit is taken too).
     var room: (messages: Int, bytes: Int) {

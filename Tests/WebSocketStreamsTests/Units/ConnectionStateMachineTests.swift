@@ -27,6 +27,25 @@ struct ConnectionStateMachineTests {
         #expect(thirdWake)
     }
 
+    @Test("once closing, a full buffer never pauses reading (the close answer must get in) and more data is dropped")
+    func closingNeverPausesReading() {
+        var configuration = WebSocketConfiguration()
+        configuration.maxBufferedMessages = 2
+        var machine = ConnectionStateMachine(configuration: configuration)
+        _ = machine.established(subprotocol: nil, extensions: nil)
+        _ = machine.closeWithoutWaiting(code: .goingAway, reason: "")
+        var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
+        let paused = machine.receive(contentsOf: (0..<10).map { .text("\($0)") }, deliveries: &deliveries)
+        #expect(!paused)
+        #expect(machine.inboundPeakBytes == 2, "two one-byte messages buffered, the rest dropped")
+        #expect(machine.inboundRoom.messages == .max)
+
+        var open = ConnectionStateMachine(configuration: configuration)
+        _ = open.established(subprotocol: nil, extensions: nil)
+        #expect(open.receive(contentsOf: (0..<10).map { .text("\($0)") }, deliveries: &deliveries))
+        #expect(open.inboundRoom.messages == 1)
+    }
+
     @Test("a handshake that completes after connect was cancelled closes with 1001")
     func cancelledThenEstablished() {
         var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
