@@ -51,6 +51,7 @@ extension ClientTransport {
             case .failed(let reason):
                 connection.logger.debug("TLS failed: \(reason)")
                 if !isOpen { handshakeError = .tlsFailure("\(reason) (\(url.hostHeader))") }
+                flushCiphertext(connection, loop: loop)  // the alert, if TLS wrote one
                 requestDrop()
                 return
             }
@@ -267,6 +268,11 @@ extension ClientTransport {
         }
         for sender in senders { sender.resume(throwing: error) }
         if !writer.isClosing { queueClose(CloseFrame(code: frame.code), now: true) }
+        // Bounded even if our answer cannot get out (a peer that stopped reading).
+        if closing.deadline == nil {
+            closing.deadline = .now + Self.closeTimeout
+            armTimer()
+        }
         closeProgressed(connection)
     }
 

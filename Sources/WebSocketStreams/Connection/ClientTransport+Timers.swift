@@ -34,7 +34,7 @@ extension ClientTransport {
                 failHandshake(connection, cancelled ? .connectionFailed("closed before the handshake finished") : .timedOut)
                 return
             }
-            if connection.machine.withLock({ $0.connectCancelled }) {
+            if connection.machine.withLock({ $0.connectCancelled || $0.isClosingLocally }) {
                 // The grace period for an abandoned upgrade ran out.
                 failHandshake(connection, .connectionFailed("closed before the handshake finished"))
                 return

@@ -39,7 +39,10 @@ extension ClientTransport {
                 }
                 if dropRequested || !pendingOutput.isEmpty { break }
             }
-            if writer.hasWork || connection.machine.withLock({ $0.hasPendingWrites(mayPing: keepalive?.mayPing ?? false) }) {
+            // Once a close frame is queued nothing more is taken from the connection: what it
+            // still holds never goes out, and asking for writability for it would spin.
+            if writer.hasWork
+                || (!writer.isClosing && connection.machine.withLock({ $0.hasPendingWrites(mayPing: keepalive?.mayPing ?? false) })) {
                 requestWritable()
             }
             noteBytesWritten(connection)
@@ -49,11 +52,10 @@ extension ClientTransport {
                     configuration.controlFrameObserver?(.closeSent(code: code, reason: frame.reason))
                 }
                 closeProgressed(connection)
-                if tls != nil { flushCiphertext(connection, loop: loop) }
             }
-        } else if tls != nil {
-            flushCiphertext(connection, loop: loop)
         }
+        // What TLS wrote on its own (a close_notify, a key update, an alert) goes out too.
+        if tls != nil { flushCiphertext(connection, loop: loop) }
     }
 
     /// Takes messages, pings and the close frame from the state machine into the writer.

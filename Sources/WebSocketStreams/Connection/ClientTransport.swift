@@ -263,7 +263,7 @@ final class ClientTransport: @unchecked Sendable {
 
     /// Carries out what user tasks asked for (service thread, from posted work).
     func service(_ connection: ClientConnection, requests: ConnectionStateMachine.ServiceRequests, loop: ClientLoop) {
-        guard let socket, !hasEnded else { return }
+        guard let socket, !hasEnded, !dropRequested else { return }
         if requests.contains(.abort), !isOpen {
             // Before the upgrade request went out, drop the attempt at once. After, the
             // server may already have upgraded: give its answer a moment, so a 101 is
