@@ -1,14 +1,20 @@
-/// Reads the frames a client sends on a raw (hostile) route: just enough framing to see
-/// its close frame and count its pongs. Client frames are always masked.
+import WebSocketStreams
+
+/// Reads the frames a client sends on a raw route: just enough framing to see its close
+/// frame and count its pongs (hostile routes), or to echo every frame (`/frame-echo`).
+/// Client frames are always masked; payloads are unmasked eight bytes at a time.
 ///
 /// A pure value: feed it bytes as they arrive with ``append(_:)`` and take complete frames
 /// with ``nextFrame()``.
 struct ClientFrameReader {
     /// One frame from the client, unmasked.
     struct Frame: Equatable {
-        var fin: Bool
-        var opcode: UInt8
+        /// The frame's first byte as sent: FIN, RSV1-3 and the opcode.
+        var firstByte: UInt8
         var payload: [UInt8]
+
+        var fin: Bool { firstByte & 0x80 != 0 }
+        var opcode: UInt8 { firstByte & 0x0F }
     }
 
     private var buffer: [UInt8] = []
@@ -19,6 +25,10 @@ struct ClientFrameReader {
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if position > 0, position == buffer.count {
             buffer.removeAll(keepingCapacity: true)
+            position = 0
+        } else if position > 1 << 16 {
+            // A long-lived connection whose reads end inside frames: drop what was read.
+            buffer.removeFirst(position)
             position = 0
         }
         buffer.append(contentsOf: bytes)
@@ -52,9 +62,10 @@ struct ClientFrameReader {
         let payloadStart = maskStart + maskLength
         var payload = Array(buffer[payloadStart..<(payloadStart + length)])
         if masked {
-            for index in payload.indices { payload[index] ^= buffer[maskStart + index % 4] }
+            let key = (buffer[maskStart], buffer[maskStart + 1], buffer[maskStart + 2], buffer[maskStart + 3])
+            payload.withUnsafeMutableBytes { WebSocketMasking.unmask($0, key: key) }
         }
         position = payloadStart + length
-        return Frame(fin: first & 0x80 != 0, opcode: first & 0x0F, payload: payload)
+        return Frame(firstByte: first, payload: payload)
     }
 }
