@@ -26,8 +26,9 @@ struct ClientFrameReader {
         if position > 0, position == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             position = 0
-        } else if position > 1 << 16 {
-            // A long-lived connection whose reads end inside frames: drop what was read.
+        } else if position > 1 << 16, position * 2 > buffer.count {
+            // A long-lived connection whose reads end inside frames: drop what was read
+            // (only once it is most of the buffer, so the copy stays amortized).
             buffer.removeFirst(position)
             position = 0
         }
