@@ -312,3 +312,47 @@ struct ReconnectTests {
         }
     }
 }
+
+@Suite("WebSocketProtocol: one piece of code for both socket kinds")
+struct WebSocketProtocolTests {
+    /// Written once against the protocol: echo, the subprotocol, a ping, a normal close.
+    private func exercise(_ socket: some WebSocketProtocol, _ text: String) async throws -> (WebSocketMessage?, String?) {
+        try await socket.send(.text(text))
+        var messages = socket.messages.makeAsyncIterator()
+        let reply = await messages.next()
+        let subprotocol = socket.subprotocol
+        #expect(try await socket.ping() < .seconds(5))
+        // Closed while the iteration is still alive: 1000, not the 1001 of an ended loop.
+        await socket.close()
+        return (reply, subprotocol)
+    }
+
+    @Test("a WebSocket and a ReconnectingWebSocket run the same generic code")
+    func genericOverBoth() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            configuration.subprotocols = ["chat"]
+            let direct = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            let (directReply, directSubprotocol) = try await exercise(direct, "direct")
+            #expect(directReply == .text("direct"))
+            #expect(directSubprotocol == "chat")
+            #expect(direct.closeCode == .normalClosure)
+
+            let resilient = ReconnectingWebSocket(to: server.url(path: "/echo"), configuration: configuration)
+            let (resilientReply, resilientSubprotocol) = try await exercise(resilient, "resilient")
+            #expect(resilientReply == .text("resilient"))
+            #expect(resilientSubprotocol == "chat")
+            #expect(resilient.unsentMessages.isEmpty)
+            #expect(resilient.state == .completed)
+            let seen = try await server.waitUntil { $0.closeCodes.count == 2 }
+            #expect(seen.closeCodes == [.normalClosure, .normalClosure])
+        }
+    }
+
+    @Test("ping on a ReconnectingWebSocket that is not connected says so")
+    func pingWhileDisconnected() async throws {
+        let socket = ReconnectingWebSocket(to: "ws://127.0.0.1:9/unused")
+        await #expect(throws: WebSocketError.self) { _ = try await socket.ping() }
+        await socket.close()
+    }
+}

@@ -135,6 +135,24 @@ public final class ReconnectingWebSocket: Sendable {
         await storage.waitUntilFinished()
     }
 
+    /// The subprotocol the server chose for the open connection; `nil` while disconnected
+    /// or when it chose none.
+    public var subprotocol: String? {
+        storage.shared.withLock { $0.current?.subprotocol }
+    }
+
+    /// Pings the peer over the open connection and returns the round trip to its pong.
+    ///
+    /// - Throws: ``WebSocketError/connectionFailed(_:)`` when no connection is open (the
+    ///   socket is connecting, reconnecting or has ended); a connection that drops while
+    ///   the ping waits throws its end error.
+    public func ping() async throws -> Duration {
+        guard let current = storage.shared.withLock({ $0.current }) else {
+            throw WebSocketError.connectionFailed("not connected: the socket is \(state)")
+        }
+        return try await current.ping()
+    }
+
     /// Messages that no connection wrote before the socket ended, although their `send` had
     /// returned (its connection dropped first) or they were queued with ``enqueue(_:)``.
     public var unsentMessages: [WebSocketMessage] {
