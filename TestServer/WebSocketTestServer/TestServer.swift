@@ -130,8 +130,38 @@ public final class TestServer: Sendable {
         try await recorder.waitUntil(timeout: timeout, description, condition)
     }
 
+    /// Starts a server, runs `body` with it, and stops it however `body` ends (returns,
+    /// throws or is cancelled), so a failing test cannot leak a server.
+    ///
+    /// ```swift
+    /// try await TestServer.withServer { server in
+    ///     let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+    ///     // ...
+    /// }
+    /// ```
+    ///
+    /// The parameters are those of ``start(port:host:tls:compression:recordTexts:logger:)``.
+    public static func withServer<Result>(
+        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
+        recordTexts: Bool = false, logger: Logger? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (TestServer) async throws -> Result
+    ) async throws -> Result {
+        let server = try await start(
+            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
     /// Drops every open WebSocket connection at once, without a close frame (clients see
-    /// 1006), as a network failure would. Returns how many were dropped.
+    /// 1006), as a network failure would. Replies the server had not written yet are
+    /// dropped with them. Returns how many were dropped.
     @discardableResult
     public func disconnectAll() async -> Int {
         await onServiceThread { [loop] in loop.disconnectAll() } ?? 0

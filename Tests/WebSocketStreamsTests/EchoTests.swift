@@ -43,4 +43,17 @@ struct EchoTests {
             #expect(connection.closeReason == "done")
         }
     }
+
+    /// The README's test-server example, as written there.
+    @Test("README: TestServer.withServer in a test")
+    func readmeTestServerExample() async throws {
+        try await TestServer.withServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            try await connection.send(.text("hi"))
+            await connection.close()
+            let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
+            #expect(seen.closeCodes == [.normalClosure])
+            #expect(seen.connections[0].path == "/echo")
+        }
+    }
 }

@@ -7,15 +7,7 @@ func withTestServer<Result>(
     tls: TestServer.TLS? = nil, compression: Bool = true, recordTexts: Bool = false,
     _ body: (TestServer) async throws -> Result
 ) async throws -> Result {
-    let server = try await TestServer.start(tls: tls, compression: compression, recordTexts: recordTexts)
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
+    try await TestServer.withServer(tls: tls, compression: compression, recordTexts: recordTexts, body)
 }
 
 /// The next message of `connection`, or nil when the stream ended.
