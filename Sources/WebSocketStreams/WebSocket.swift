@@ -191,13 +191,15 @@ final class MessageIteration: @unchecked Sendable {
 
     nonisolated(nonsending)
     func next() async -> WebSocketMessage? {
+        if let message = buffer.popFirst() { return message }
         if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
         if !cancellationNoted, Task.isCancelled {
             // Cancelled between calls: end the connection; what is buffered is still delivered.
+            // (Checked once per batch: `AsyncStream` itself ends the iteration of a task
+            // cancelled between calls, and its release ends the connection.)
             cancellationNoted = true
             connection.consumerCancelled()
         }
-        if let message = buffer.popFirst() { return message }
         return await connection.next(batchInto: &buffer)
     }
 

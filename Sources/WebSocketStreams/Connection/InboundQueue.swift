@@ -84,27 +84,37 @@ struct InboundQueue {
 
     /// Moves up to `limit` more messages into the consumer's own `buffer` (after `next()`
     /// returned one), so it can take them without the lock; returns whether the socket
-    /// should be read again.
+    /// should be read again. When everything buffered fits, the two buffers trade places
+    /// (no copy per message): the queue starts empty and reading resumes while the
+    /// consumer works through its batch.
     mutating func take(into buffer: inout Deque<WebSocketMessage>, limit: Int) -> Bool {
-        var moved = 0
-        var movedBytes = 0
-        while moved < limit, let message = messages.first, movedBytes + message.byteCount <= maxBytes / 4 {
-            messages.removeFirst()
-            movedBytes += message.byteCount
-            moved += 1
-            buffer.append(message)
+        guard !messages.isEmpty, limit > 0 else { return false }
+        if buffer.isEmpty, messages.count <= limit {
+            swap(&buffer, &messages)
+            bytes = 0
+        } else {
+            var moved = 0
+            var movedBytes = 0
+            while moved < limit, let message = messages.first, movedBytes + message.byteCount <= maxBytes {
+                messages.removeFirst()
+                movedBytes += message.byteCount
+                moved += 1
+                buffer.append(message)
+            }
+            guard moved > 0 else { return false }
+            bytes -= movedBytes
         }
-        bytes -= movedBytes
-        if moved > 0, isReadingPaused && messages.count <= maxMessages / 4 && bytes <= maxBytes / 4 {
+        if isReadingPaused && messages.count <= maxMessages / 4 && bytes <= maxBytes / 4 {
             isReadingPaused = false
             return true
         }
         return false
     }
 
-    /// How many messages a consumer may hold in its own buffer: a quarter of the limits
-    /// (so what is held in memory stays within 1.25 times them).
-    var consumerBatchLimit: Int { max(1, maxMessages / 4) }
+    /// How many messages a consumer may hold in its own buffer: up to the limits, so what
+    /// is held in memory stays within twice them (the queue refills while the consumer
+    /// works through its batch).
+    var consumerBatchLimit: Int { maxMessages }
 
     /// Parks a consumer until a message arrives or the connection ends.
     mutating func park(_ consumer: Consumer) {

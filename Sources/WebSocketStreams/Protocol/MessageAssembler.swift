@@ -27,6 +27,8 @@ struct MessageAssembler {
     let maxMessageSize: Int
     private var decoder = FrameDecoder()
     private let inflater: MessageInflater?
+    /// Where small binary payloads are copied (one allocation per message, not two).
+    private let arena = PayloadArena()
     /// The frame whose payload is arriving.
     private var frame: FrameHeader?
     private var partial: Partial?
@@ -139,7 +141,7 @@ struct MessageAssembler {
             // The whole message is in `bytes`: build it from there.
             partial = nil
             frame = nil
-            events.append(.message(try Self.makeMessage(message.kind, from: bytes)))
+            events.append(.message(try makeMessage(message.kind, from: bytes)))
             return
         } else if message.kind == .binary {
             if binaryPayload.isEmpty {
@@ -203,10 +205,10 @@ struct MessageAssembler {
         events.append(.message(message))
     }
 
-    private static func makeMessage(_ kind: Kind, from bytes: UnsafeRawBufferPointer) throws(ProtocolFailure) -> WebSocketMessage {
+    private func makeMessage(_ kind: Kind, from bytes: UnsafeRawBufferPointer) throws(ProtocolFailure) -> WebSocketMessage {
         switch kind {
         case .binary:
-            return .binary(Data(bytes))
+            return .binary(arena.data(copying: bytes))
         case .text:
             guard let text = String(validating: bytes.bindMemory(to: UInt8.self), as: UTF8.self) else {
                 // The same reason as when the message arrives in pieces: a valid prefix

@@ -29,7 +29,7 @@ struct InboundQueueTests {
         #expect(!queue.isReadingPaused)
     }
 
-    @Test("a consumer's batch takes at most a quarter of the limits, in order, and can resume reading")
+    @Test("a consumer's batch trades places with the queue: all of it, in order, and reading resumes")
     func consumerBatch() {
         var queue = InboundQueue(maxMessages: 16, maxBytes: 1_000_000)
         for index in 0..<16 { _ = queue.receive(.text("\(index)")) }
@@ -41,22 +41,27 @@ struct InboundQueueTests {
         #expect(first == .text("0"))
         var batch = Deque<WebSocketMessage>()
         let resume = queue.take(into: &batch, limit: queue.consumerBatchLimit - 1)
-        #expect(Array(batch) == (1...3).map { .text("\($0)") })  // 16 / 4 - 1 more
-        #expect(queue.count == 12)
-        #expect(!resume)  // 12 left > 16 / 4
-        batch.removeAll()
-        while queue.count > 5 { _ = queue.next() }
-        #expect(queue.take(into: &batch, limit: 3))  // 2 left: reading resumes
+        #expect(Array(batch) == (1...15).map { .text("\($0)") })
+        #expect(queue.count == 0)
+        #expect(resume, "the queue is empty: reading resumes while the batch is handled")
         #expect(!queue.isReadingPaused)
+        // The queue refills behind the batch; the consumer's next batch takes it.
+        for index in 16..<20 { _ = queue.receive(.text("\(index)")) }
+        batch.removeAll()
+        #expect(!queue.take(into: &batch, limit: 15))
+        #expect(Array(batch) == (16..<20).map { .text("\($0)") })
     }
 
-    @Test("a consumer's batch stops at a quarter of the byte limit")
-    func consumerBatchBytes() {
+    @Test("a consumer's batch that cannot take everything moves what fits, in order")
+    func consumerBatchPartial() {
         var queue = InboundQueue(maxMessages: 100, maxBytes: 4000)
-        for _ in 0..<8 { _ = queue.receive(.binary(Data(count: 400))) }
+        for index in 0..<8 { _ = queue.receive(.binary(Data(repeating: UInt8(index), count: 400))) }
         var batch = Deque<WebSocketMessage>()
-        _ = queue.take(into: &batch, limit: 50)
-        #expect(batch.count == 2)  // 2 x 400 <= 1000 < 3 x 400
+        batch.append(.text("held"))  // the consumer still holds a message: no trade
+        #expect(!queue.take(into: &batch, limit: 3))
+        #expect(batch.count == 4)
+        #expect(batch.last == .binary(Data(repeating: 2, count: 400)))
+        #expect(queue.count == 5)
     }
 
     @Test("pauses at the byte limit")
