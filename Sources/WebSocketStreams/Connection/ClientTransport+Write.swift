@@ -130,8 +130,9 @@ extension ClientTransport {
         }
         switch socket.send(bytes) {
         case .sent:
-            break
+            bytesSentToSocket &+= bytes.count
         case .partial(let count):
+            bytesSentToSocket &+= count
             pendingOutput.append(UnsafeRawBufferPointer(rebasing: bytes[count...]))
             requestWritable()
         case .failed(let code):
@@ -145,8 +146,12 @@ extension ClientTransport {
         var failure: Int32?
         pendingOutput.drain { bytes in
             switch socket.send(bytes) {
-            case .sent: return bytes.count
-            case .partial(let count): return count
+            case .sent:
+                bytesSentToSocket &+= bytes.count
+                return bytes.count
+            case .partial(let count):
+                bytesSentToSocket &+= count
+                return count
             case .failed(let code):
                 failure = code
                 return 0

@@ -71,6 +71,8 @@ final class ClientTransport: @unchecked Sendable {
     var readingPaused = false
     /// A `RAW_WRITEABLE` callback was asked for and has not come yet.
     var writableRequested = false
+    /// Bytes the socket has taken so far (wrapping): the loop's spin check reads it.
+    var bytesSentToSocket = 0
     /// The socket must be dropped at the next callback (set outside callbacks, where
     /// returning -1 is not possible).
     var dropRequested = false

@@ -85,7 +85,20 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         currentConnection = connection
         defer { currentConnection = nil }
         guard let event = RawSocket.Event(reason: reason, input: input, length: length) else { return 0 }
+        let sentBefore = connection.transport.bytesSentToSocket
         let result: Int32 = connection.transport.handle(connection, event, socket: RawSocket(wsi: wsi), loop: self) ? -1 : 0
+        switch event {
+        case .writable, .timer:
+            // Progress only if it wrote or ended something: a writable or timer callback that
+            // does neither and comes again at once is a busy loop.
+            if connection.transport.bytesSentToSocket != sentBefore || result != 0 || connection.transport.hasEnded {
+                passProgress = true
+            }
+        case .received(let bytes):
+            if !bytes.isEmpty { passProgress = true }
+        default:
+            passProgress = true
+        }
         if reason == LWS_CALLBACK_WSI_DESTROY {
             lws_set_opaque_user_data(wsi, nil)
             release(connection)
@@ -109,6 +122,14 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
             }
         }
         logger.log(level: logLevel, "\(line)", metadata: ["lws": "\(level)"])
+    }
+
+    /// Whether a callback made progress since ``takePassProgress()`` last looked.
+    private var passProgress = false
+
+    func takePassProgress() -> Bool {
+        defer { passProgress = false }
+        return passProgress
     }
 
     func willDestroyContext(_ context: OpaquePointer) {

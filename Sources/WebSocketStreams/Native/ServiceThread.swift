@@ -27,10 +27,14 @@ package protocol ServiceThreadDelegate: AnyObject, Sendable {
     /// Called after each `lws_service` pass, outside any lws callback: the place to resume
     /// continuations that callbacks deferred, so one pass's messages cost one wake-up.
     func serviceTurnEnded()
+    /// Whether the callbacks since the last call read, wrote, opened or ended anything
+    /// (debug builds ask after every pass, to catch a loop that spins; see ``LoopSpinWatch``).
+    func takePassProgress() -> Bool
 }
 
 extension ServiceThreadDelegate {
     package func serviceTurnEnded() {}
+    package func takePassProgress() -> Bool { true }
 }
 
 /// One dedicated thread that owns one `lws_context` and services it.
@@ -75,6 +79,11 @@ package final class ServiceThread: TaskExecutor {
     private let threadID = Atomic<UInt>(0)
     /// Buffers the loop swaps with the inbox's, so draining allocates nothing.
     private let spare = ServiceThreadBuffers()
+    /// Wake-ups decided under the inbox lock and not yet made: the context is destroyed
+    /// only once none is left, so `lws_cancel_service` never sees a destroyed context.
+    private let wakesInFlight = Atomic<Int>(0)
+    /// Debug builds: passes that made no progress right behind another such pass.
+    private let spinCount = Atomic<Int>(0)
 
     package init(name: String, delegate: any ServiceThreadDelegate) {
         self.name = name
@@ -112,19 +121,34 @@ package final class ServiceThread: TaskExecutor {
     /// (the work will never run).
     @discardableResult
     package func post(_ work: any ServiceThreadWork) -> Bool {
-        inbox.withLock { inbox in
+        let (accepted, wake): (Bool, ContextHandle?) = inbox.withLock { inbox in
             switch inbox.runState {
             case .stopping, .stopped:
-                return false
+                return (false, nil)
             case .notStarted, .starting, .running:
                 inbox.work.append(work)
                 // Wake only on the empty -> non-empty edge; later posts ride the same wake-up.
-                if inbox.work.count == 1, inbox.jobs.isEmpty, let context = inbox.context, !isCurrent {
-                    lws_cancel_service(context.pointer)
-                }
-                return true
+                guard inbox.work.count == 1, inbox.jobs.isEmpty, !isCurrent else { return (true, nil) }
+                return (true, claimWake(inbox.context))
             }
         }
+        if let wake { self.wake(wake) }
+        return accepted
+    }
+
+    /// Decides, under the inbox lock, to wake the loop: the context is kept from being
+    /// destroyed until ``wake(_:)`` has run (see ``wakesInFlight``).
+    private func claimWake(_ context: ContextHandle?) -> ContextHandle? {
+        guard let context else { return nil }
+        wakesInFlight.add(1, ordering: .relaxed)
+        return context
+    }
+
+    /// Wakes the loop after the inbox lock is released, so the service thread never
+    /// waits for the lock behind a pipe write.
+    private func wake(_ context: ContextHandle) {
+        lws_cancel_service(context.pointer)
+        wakesInFlight.subtract(1, ordering: .releasing)
     }
 
     /// Whether the caller runs on this service thread.
@@ -135,6 +159,10 @@ package final class ServiceThread: TaskExecutor {
 
     /// Whether the caller is a job this thread runs (a task that prefers it), between
     /// lws passes: work for the loop can then be done on the spot instead of posted.
+    /// Debug builds: how many `lws_service` passes made no progress right behind another
+    /// one that made none (a loop spinning instead of waiting). Always 0 in release builds.
+    package var spinningPasses: Int { spinCount.load(ordering: .relaxed) }
+
     package var isRunningJobsHere: Bool {
         // `spare` is only read after `isCurrent` proved this is the service thread.
         isCurrent && spare.runningJobs
@@ -147,7 +175,7 @@ package final class ServiceThread: TaskExecutor {
     /// prefers a stopped loop still runs.
     package func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
-        enum Route { case queued, start, elsewhere }
+        enum Route { case queued(wake: ContextHandle?), start, elsewhere }
         let route: Route = inbox.withLock { inbox in
             switch inbox.runState {
             case .stopping, .stopped:
@@ -159,14 +187,12 @@ package final class ServiceThread: TaskExecutor {
             case .starting, .running:
                 inbox.jobs.append(unowned)
                 // The same edge rule as `post(_:)`: wake only when the inbox was empty.
-                if inbox.jobs.count == 1, inbox.work.isEmpty, let context = inbox.context, !isCurrent {
-                    lws_cancel_service(context.pointer)
-                }
-                return .queued
+                guard inbox.jobs.count == 1, inbox.work.isEmpty, !isCurrent else { return .queued(wake: nil) }
+                return .queued(wake: claimWake(inbox.context))
             }
         }
         switch route {
-        case .queued: break
+        case .queued(let wake): if let wake { self.wake(wake) }
         case .start: spawnThread()
         case .elsewhere: globalConcurrentExecutor.enqueue(unowned)
         }
@@ -222,6 +248,7 @@ package final class ServiceThread: TaskExecutor {
                 return true
             }
             guard pending else { break }
+            spare.ranWork = true
             for item in work { item.runOnServiceThread() }
             if !jobs.isEmpty {
                 let executor = asUnownedTaskExecutor()
@@ -275,6 +302,9 @@ package final class ServiceThread: TaskExecutor {
         }
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         for waiter in startWaiters { waiter.resume() }
+        #if DEBUG
+        var spinWatch = LoopSpinWatch()
+        #endif
         while true {
             let pending = runInbox()
             let stopping = inbox.withLock { inbox in
@@ -290,6 +320,15 @@ package final class ServiceThread: TaskExecutor {
                 break
             }
             delegate.serviceTurnEnded()
+            #if DEBUG
+            let progress = delegate.takePassProgress() || spare.ranWork
+            spare.ranWork = false
+            if spinWatch.passEnded(madeProgress: progress, at: .now) {
+                if spinCount.add(1, ordering: .relaxed).newValue == 1 {
+                    delegate.log(level: 1, line: "\(name): an lws pass made no progress right after another that made none (the loop is spinning)")
+                }
+            }
+            #endif
         }
         // Work posted but never run is dropped here; the delegate fails what it owns.
         runInbox()
@@ -299,6 +338,9 @@ package final class ServiceThread: TaskExecutor {
             defer { inbox.jobs = [] }
             return inbox.jobs
         }
+        // No new wake-up can start now that the context is gone from the inbox; let those
+        // already decided finish their pipe write first.
+        while wakesInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
         lws_context_destroy(context)
         delegate.serviceTurnEnded()
         threadID.store(0, ordering: .relaxed)
@@ -328,12 +370,15 @@ private final class ServiceThreadBuffers: @unchecked Sendable {
     var jobs: [UnownedJob] = []
     /// Set while `runInbox` runs jobs.
     var runningJobs = false
+    /// Set when `runInbox` ran something since the loop last looked (debug builds).
+    var ranWork = false
 }
 
 /// The lws context pointer as the inbox keeps it, so other threads can wake the loop.
 // @unchecked: other threads only pass it to lws_cancel_service (lws's one thread-safe
-// call), and only under the inbox lock, which the service thread takes to clear it
-// before destroying the context.
+// call), after taking it from the inbox under its lock and counting themselves in
+// `wakesInFlight`; the service thread clears it under the lock and waits for that count
+// to reach zero before destroying the context.
 struct ContextHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }

@@ -1,0 +1,37 @@
+import Testing
+
+@testable import WebSocketStreams
+
+@Suite("LoopSpinWatch: a loop pass that makes no progress is not repeated back to back")
+struct LoopSpinWatchTests {
+    private let start = ContinuousClock.now
+
+    /// Feeds `passes` (progress, microseconds after `start`) and returns which were spins.
+    private func spins(_ passes: [(progress: Bool, at: Int)], watch: inout LoopSpinWatch) -> [Bool] {
+        passes.map { watch.passEnded(madeProgress: $0.progress, at: start + .microseconds($0.at)) }
+    }
+
+    @Test("one empty pass between busy ones is not a spin")
+    func singleEmptyPass() {
+        var watch = LoopSpinWatch()
+        let result = spins([(true, 0), (false, 10), (true, 20), (false, 30)], watch: &watch)
+        #expect(result == [false, false, false, false])
+        #expect(watch.spinningPasses == 0)
+    }
+
+    @Test("empty passes back to back are counted, each one after the first")
+    func backToBack() {
+        var watch = LoopSpinWatch()
+        let result = spins([(false, 0), (false, 5), (false, 10)], watch: &watch)
+        #expect(result == [false, true, true])
+        #expect(watch.spinningPasses == 2)
+    }
+
+    @Test("empty passes far apart (an idle loop woken by a timer) are not a spin")
+    func farApart() {
+        var watch = LoopSpinWatch()
+        let result = spins([(false, 0), (false, 50_000), (false, 1_000_000)], watch: &watch)
+        #expect(result == [false, false, false])
+        #expect(watch.spinningPasses == 0)
+    }
+}
