@@ -71,22 +71,31 @@ extension WebSocket {
     ///
     /// Inside the scope, ending a `for await` loop (or `first(where:)`) over `messages`
     /// early leaves the connection open: the scope decides how it closes.
+    ///
+    /// `runningOn: .eventLoop` runs `body` (when it is not isolated to an actor) on the
+    /// event loop's thread, with no thread hop between a message arriving and your answer
+    /// being written: the fast choice for request/response code, as long as `body` never
+    /// blocks. See <doc:Performance> for the trade-off and its figures.
     public static func withConnection<Result>(
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         eventLoop: WebSocketEventLoop = .shared,
+        runningOn executor: BodyExecutor = .default,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (WebSocket) async throws -> Result
     ) async throws -> Result {
-        let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop)
-        connection.connection.machine.withLock { $0.isScoped = true }
-        do {
-            let result = try await body(connection)
-            await connection.close(code: .normalClosure)
-            return result
-        } catch {
-            await connection.close(code: .goingAway)
-            throw error
+        let preferred: (any TaskExecutor)? = executor == .eventLoop ? eventLoop : nil
+        return try await withTaskExecutorPreference(preferred, isolation: isolation) {
+            let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop)
+            connection.connection.machine.withLock { $0.isScoped = true }
+            do {
+                let result = try await body(connection)
+                await connection.close(code: .normalClosure)
+                return result
+            } catch {
+                await connection.close(code: .goingAway)
+                throw error
+            }
         }
     }
 }

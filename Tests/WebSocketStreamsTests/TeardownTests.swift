@@ -55,6 +55,33 @@ struct TeardownTests {
         }
     }
 
+    @Test("withConnection(runningOn: .eventLoop) runs its body on the loop's thread; .default does not")
+    func scopedConnectionOnTheLoop() async throws {
+        let loop = WebSocketEventLoop(name: "scoped-on-loop")
+        try await withTestServer { server in
+            for executor in [WebSocket.BodyExecutor.eventLoop, .default] {
+                let (onLoop, replies) = try await WebSocket.withConnection(
+                    to: server.url(path: "/echo"), eventLoop: loop, runningOn: executor
+                ) { connection in
+                    var onLoop = loop.serviceThread.isCurrent
+                    var replies: [WebSocketMessage] = []
+                    var messages = connection.messages.makeAsyncIterator()
+                    for index in 0..<3 {
+                        try await connection.send(.text("\(index)"))
+                        if let reply = await messages.next() { replies.append(reply) }
+                        onLoop = onLoop && loop.serviceThread.isCurrent
+                    }
+                    return (onLoop, replies)
+                }
+                #expect(onLoop == (executor == .eventLoop), "\(executor)")
+                #expect(replies == [.text("0"), .text("1"), .text("2")])
+            }
+            let seen = try await server.waitUntil { $0.closeCodes.count == 2 }
+            #expect(seen.closeCodes == [.normalClosure, .normalClosure])
+        }
+        await loop.shutdown()
+    }
+
     @Test("closing while reading is paused behind a full buffer still reads the peer's answer at once")
     func closeWhilePaused() async throws {
         try await withTestServer { server in
