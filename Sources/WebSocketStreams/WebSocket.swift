@@ -83,6 +83,16 @@ public final class WebSocket: Sendable {
         try await connection.ping()
     }
 
+    /// Sends a ping carrying `payload` and returns the round-trip time to the pong that
+    /// echoes it (RFC 6455 5.5.3: a pong carries its ping's payload).
+    ///
+    /// - Parameter payload: At most 125 bytes, e.g. `Array("hello".utf8)`.
+    /// - Throws: ``WebSocketError/invalidConfiguration(_:)`` for a payload over 125 bytes;
+    ///   otherwise as ``ping()``.
+    public func ping(payload: [UInt8]) async throws -> Duration {
+        try await connection.ping(payload: payload)
+    }
+
     /// Closes the connection and waits until it is closed.
     ///
     /// Messages already queued by ``send(_:)`` are written first, then the close frame;

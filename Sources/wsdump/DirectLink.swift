@@ -21,8 +21,9 @@ struct DirectLink: SessionLink {
         try await connection.send(message)
     }
 
-    func ping() async throws -> Duration {
-        try await connection.ping()
+    func ping(payload: [UInt8]?) async throws -> Duration {
+        if let payload { return try await connection.ping(payload: payload) }
+        return try await connection.ping()
     }
 
     func close(code: WebSocketCloseCode, reason: String) async {

@@ -44,10 +44,11 @@ final class ReconnectingLink: SessionLink {
         try await socket.send(message)
     }
 
-    func ping() async throws -> Duration {
+    func ping(payload: [UInt8]?) async throws -> Duration {
         guard let connection = current.connection.withLock({ $0 }) else {
             throw WebSocketError.closed(code: .abnormalClosure, reason: "not connected")
         }
+        if let payload { return try await connection.ping(payload: payload) }
         return try await connection.ping()
     }
 

@@ -82,7 +82,8 @@ extension Session {
             let post = post
             Task {
                 do {
-                    post.yield(.pingFinished(.success(try await link.ping()), requestedPayload: payload))
+                    let roundTrip = try await link.ping(payload: payload.map { Array($0.utf8) })
+                    post.yield(.pingFinished(.success(roundTrip), requestedPayload: payload))
                 } catch let error as WebSocketError {
                     post.yield(.pingFinished(.failure(error), requestedPayload: payload))
                 } catch {}
@@ -100,9 +101,9 @@ extension Session {
     func pingFinished(_ result: Result<Duration, WebSocketError>, requestedPayload: String?) {
         switch result {
         case .success(let roundTrip):
-            var lines = ["pong: \(MessageFormatter.milliseconds(roundTrip))"]
-            if requestedPayload != nil { lines.append("(pings carry no payload yet: the text was not sent)") }
-            printStatus(lines)
+            var line = "pong: \(MessageFormatter.milliseconds(roundTrip))"
+            if let requestedPayload { line += " (payload \(requestedPayload.debugDescription))" }
+            printStatus([line])
         case .failure(let error):
             printError("ping failed: \(error)")
         }

@@ -9,8 +9,8 @@ protocol SessionLink: Sendable {
         deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void)
     /// Sends a message, in order with the others.
     func send(_ message: WebSocketMessage) async throws
-    /// Pings and returns the round-trip time.
-    func ping() async throws -> Duration
+    /// Pings (with `payload` when given) and returns the round-trip time.
+    func ping(payload: [UInt8]?) async throws -> Duration
     /// Closes with `code` and waits for the end.
     func close(code: WebSocketCloseCode, reason: String) async
     /// Payload bytes written so far (for the upload progress bar); 0 when unknown.

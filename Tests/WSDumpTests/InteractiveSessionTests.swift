@@ -32,6 +32,8 @@ struct InteractiveSessionTests {
             #expect(run.stdout.contains("\r\u{1B}[2K"))  // the prompt is cleared before the message...
             terminal.type("/ping\r")
             await run.waitFor("pong: ")
+            terminal.type("/ping are you there\r")
+            await run.waitFor("(payload \"are you there\")")
             terminal.type("\u{3}")
             let result = await run.finish()
             #expect(result.status == 0)

@@ -18,6 +18,24 @@ struct PingTests {
         }
     }
 
+    @Test("a ping carries the payload it is given; its pong is matched by that payload")
+    func pingWithPayload() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            // The round trip completes only if the pong echoes these exact bytes.
+            let roundTrip = try await connection.ping(payload: Array("are you there?".utf8))
+            #expect(roundTrip > .zero && roundTrip < .seconds(1))
+            #expect(try await connection.ping(payload: []) < .seconds(1))
+            #expect(try await connection.ping() < .seconds(1))
+            let error = await expectWebSocketError { _ = try await connection.ping(payload: Array(repeating: 0x61, count: 126)) }
+            guard case .invalidConfiguration? = error else {
+                Issue.record("expected invalidConfiguration, got \(String(describing: error))")
+                return
+            }
+            await connection.close()
+        }
+    }
+
     @Test("a peer that never answers pings is dropped with pongTimeout")
     func pongTimeout() async throws {
         try await withTestServer { server in

@@ -115,12 +115,15 @@ final class ClientConnection: ServiceThreadWork {
 
     // MARK: - Ping
 
-    func ping() async throws -> Duration {
+    func ping(payload: [UInt8]? = nil) async throws -> Duration {
+        if let payload, payload.count > 125 {
+            throw WebSocketError.invalidConfiguration("a ping payload is at most 125 bytes (this one is \(payload.count))")
+        }
         let id = waiterIDs.add(1, ordering: .relaxed).newValue
         defer { machine.withLock { $0.pingFinished(id: id) } }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Duration, any Error>) in
-                switch machine.withLock({ $0.ping(id: id, waiter: continuation) }) {
+                switch machine.withLock({ $0.ping(id: id, payload: payload, waiter: continuation) }) {
                 case .wait(let wake):
                     if wake { self.wake() }
                 case .fail(let waiter, let error):

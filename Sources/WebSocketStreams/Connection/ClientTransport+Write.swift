@@ -72,9 +72,10 @@ extension ClientTransport {
             machine.takeWrites(budget: Self.flushBudget, into: &batch, mayPing: mayPing, now: .now)
         }
         for sender in batch.admitted { sender.resume() }
-        for id in batch.pings {
-            writer.enqueueControl(.ping, payload: Keepalive.payload(tag: .user, id: id))
-            keepalive?.pingSent(tag: .user, id: id, at: .now)
+        for (id, chosen) in batch.pings {
+            let payload = chosen ?? Keepalive.payload(tag: .user, id: id)
+            writer.enqueueControl(.ping, payload: payload)
+            keepalive?.pingSent(tag: .user, id: id, payload: payload, at: .now)
             configuration.controlFrameObserver?(.pingSent(keepalive: false))
             armTimer()
         }

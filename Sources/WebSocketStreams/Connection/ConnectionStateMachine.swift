@@ -35,6 +35,8 @@ struct ConnectionStateMachine {
 
     struct PendingPing {
         let id: UInt64
+        /// The payload the user chose, or `nil` for the tag-and-id one.
+        let payload: [UInt8]?
         let continuation: PingWaiter
         var writtenAt: ContinuousClock.Instant?
     }
@@ -203,7 +205,7 @@ struct ConnectionStateMachine {
     /// What the service thread writes on one writable pass.
     struct WriteBatch {
         var messages: [WebSocketMessage] = []
-        var pings: [UInt64] = []
+        var pings: [(id: UInt64, payload: [UInt8]?)] = []
         var close: (code: WebSocketCloseCode, reason: String)?
         var admitted: [OutboundQueue.Sender] = []
 
@@ -224,7 +226,7 @@ struct ConnectionStateMachine {
     ) {
         if mayPing, let index = pings.firstIndex(where: { $0.writtenAt == nil }) {
             pings[index].writtenAt = now()
-            batch.pings.append(pings[index].id)
+            batch.pings.append((pings[index].id, pings[index].payload))
         }
         outbound.take(budget: budget, into: &batch.messages, admitted: &batch.admitted)
         if outbound.isEmpty, let localClose, !localCloseTaken {
@@ -495,10 +497,10 @@ struct ConnectionStateMachine {
     }
 
     /// `ping()` waits for the pong of ping `id`.
-    mutating func ping(id: UInt64, waiter: PingWaiter) -> PingAction {
+    mutating func ping(id: UInt64, payload: [UInt8]? = nil, waiter: PingWaiter) -> PingAction {
         if cancelledPings.remove(id) != nil { return .fail(waiter, CancellationError()) }
         guard phase == .open else { return .fail(waiter, closedError) }
-        pings.append(PendingPing(id: id, continuation: waiter))
+        pings.append(PendingPing(id: id, payload: payload, continuation: waiter))
         return .wait(wake: request(.write))
     }
 

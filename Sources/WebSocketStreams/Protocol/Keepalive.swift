@@ -4,8 +4,9 @@
 ///
 /// One ping is in flight at a time, a keep-alive or a user's `ping()`: a peer may answer
 /// only the latest of several pings (RFC 6455 5.5.3), which would leave the others
-/// unanswered. Ping payloads are a tag byte and an 8-byte id, so a pong is matched to
-/// its ping and unsolicited pongs (allowed as heartbeats) are ignored.
+/// unanswered. Ping payloads are a tag byte and an 8-byte id (or the bytes a user chose),
+/// so a pong is matched to its ping by its payload and unsolicited pongs (allowed as
+/// heartbeats) are ignored.
 struct Keepalive {
     enum Tag: UInt8, Sendable {
         case user = 0x55
@@ -15,6 +16,8 @@ struct Keepalive {
     struct InFlight: Equatable {
         var tag: Tag
         var id: UInt64
+        /// The ping's payload: its pong must carry the same bytes.
+        var payload: [UInt8]
         var sentAt: ContinuousClock.Instant
         var deadline: ContinuousClock.Instant
     }
@@ -58,19 +61,17 @@ struct Keepalive {
         return (.keepalive, keepaliveCount)
     }
 
-    /// A ping went out.
-    mutating func pingSent(tag: Tag, id: UInt64, at now: ContinuousClock.Instant) {
-        inFlight = InFlight(tag: tag, id: id, sentAt: now, deadline: now + pongTimeout)
+    /// A ping went out, with `payload` (by default the tag and id, ``payload(tag:id:)``).
+    mutating func pingSent(tag: Tag, id: UInt64, payload: [UInt8]? = nil, at now: ContinuousClock.Instant) {
+        inFlight = InFlight(
+            tag: tag, id: id, payload: payload ?? Self.payload(tag: tag, id: id), sentAt: now, deadline: now + pongTimeout)
         dataWhileWaiting = nil
         nextPingAt = nil
     }
 
     /// A pong arrived: the ping it answers and its round trip, or `nil` if it answers none.
     mutating func pongReceived(_ payload: [UInt8], at now: ContinuousClock.Instant) -> (InFlight, Duration)? {
-        guard let inFlight, payload.count == 9, payload[0] == inFlight.tag.rawValue else { return nil }
-        var id: UInt64 = 0
-        for byte in payload[1...] { id = id << 8 | UInt64(byte) }
-        guard id == inFlight.id else { return nil }
+        guard let inFlight, payload == inFlight.payload else { return nil }
         self.inFlight = nil
         dataWhileWaiting = nil
         nextPingAt = interval.map { now + $0 }

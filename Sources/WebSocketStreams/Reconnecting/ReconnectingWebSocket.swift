@@ -153,6 +153,16 @@ public final class ReconnectingWebSocket: Sendable {
         return try await current.ping()
     }
 
+    /// Pings the peer with `payload` (at most 125 bytes) over the open connection and
+    /// returns the round trip to the pong that echoes it; throws as ``ping()`` does, and
+    /// ``WebSocketError/invalidConfiguration(_:)`` for a payload over 125 bytes.
+    public func ping(payload: [UInt8]) async throws -> Duration {
+        guard let current = storage.shared.withLock({ $0.current }) else {
+            throw WebSocketError.connectionFailed("not connected: the socket is \(state)")
+        }
+        return try await current.ping(payload: payload)
+    }
+
     /// Messages that no connection wrote before the socket ended, although their `send` had
     /// returned (its connection dropped first) or they were queued with ``enqueue(_:)``.
     public var unsentMessages: [WebSocketMessage] {
