@@ -4,6 +4,10 @@ SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BENCH_RUNS ?= 3
 FUZZ_RUNS ?= 1000000
+# The bench's peers: websocket-kit is a SwiftPM package of its own (the library never depends on
+# it); picows goes into a venv under .build, so the system's Python is untouched.
+WEBSOCKETKIT_PEER := Benchmarks/peers/websocket-kit/wsbench-websocketkit
+BENCH_VENV := .build/bench/venv
 # Swift Testing starts every test at once by default: 220 tests, each with a server
 # thread, on a 2-core machine. Eight at a time is as fast and keeps timing honest.
 TEST_WIDTH ?= 8
@@ -67,14 +71,22 @@ fuzz-quick:
 conformance: deps
 	Conformance/conformance.sh full
 
-## bench: wsbench against the raw-C lws client, side by side; writes BENCHMARKS.md
+## bench: wsbench against the raw-C lws client and two peers (websocket-kit, picows), side by
+## side; writes BENCHMARKS.md. A peer that does not build or install is left out, and the
+## output says so.
 bench: deps
 	$(SWIFT) build -c release --product wsbench
 	$(SWIFT) build -c release --product TestServer
 	mkdir -p .build/bench
 	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
+	-$(SWIFT) build -c release --package-path $(WEBSOCKETKIT_PEER)
+	-test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	-$(BENCH_VENV)/bin/pip install --quiet picows
+	-$(BENCH_VENV)/bin/pip install --quiet uvloop
 	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
-		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md
+		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md \
+		--peer websocket-kit="$$($(SWIFT) build -c release --package-path $(WEBSOCKETKIT_PEER) --show-bin-path)/wsbench-websocketkit" \
+		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py"
 
 clean:
 	rm -rf .build .build-tsan .build-asan

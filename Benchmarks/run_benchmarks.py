@@ -12,6 +12,14 @@ runs over wss://, interleaved with the ws:// runs of the same workload. Two more
 figures against raw C, and ours over wss:// against ours over ws:// in the same run, with the
 server's CPU share (server CPU seconds / wall seconds of the client run) beside each.
 
+With --peer NAME=COMMAND (repeatable), other WebSocket clients with wsbench-c's command line and
+JSON line (Benchmarks/peers/: websocket-kit, picows) run interleaved with ours, after ours, for every
+workload and scheme, and appear as extra columns with their ratio to raw C. Each peer is first
+probed with a short W1 run; one that does not answer with an ok JSON line (not built, not
+installed) is left out, and the output says so. A peer without a figure for a workload shows n/a.
+The tables also say, for the figures where ours should be ahead of peers (AHEAD_OF_PEERS), whether
+ours and ours on the loop executor beat every peer that ran.
+
 Only the Python standard library is used. Speed is never asserted here: the table says which
 targets were met on this run.
 """
@@ -21,6 +29,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -40,6 +49,11 @@ WORKLOADS = [
 ]
 
 CLIENTS = ["raw-c", "websocketstreams", "websocketstreams+loop"]
+OURS = CLIENTS[1:]
+
+# Figures where ours should be ahead of every peer (the README's goal); the tables say which of
+# ours (ours, loop) beat every peer that ran, on the medians.
+AHEAD_OF_PEERS = {("W1", "rtt_per_s"), ("W1", "p50_us"), ("W3", "mb_per_s")}
 
 # Each wss:// figure of ours should be within WSS_TOLERANCE of the same figure over ws:// in the
 # same run (rates at least 0.75x, latency and memory at most 1.25x), except where the server's CPU
@@ -52,6 +66,8 @@ SERVER_BOUND_SHARE = 0.80
 def client_command(client, args):
     if client == "raw-c":
         return [args.wsbench_c]
+    if client in args.peers:
+        return list(args.peers[client])
     command = [os.path.join(args.bin, "wsbench")]
     if client.endswith("+loop"):
         command += ["--executor", "loop"]
@@ -152,6 +168,35 @@ def start_server(args, workdir, tls=False):
     raise SystemExit(f"TestServer ({' '.join(command[1:])}) did not start; its output: {open(log_path).read()!r}")
 
 
+def parse_peer(text):
+    """NAME=COMMAND, the command split as a shell would (no shell runs it)."""
+    name, sep, command = text.partition("=")
+    if not sep or not name or not command.strip():
+        raise argparse.ArgumentTypeError(f"--peer wants NAME=COMMAND, got {text!r}")
+    if name in CLIENTS:
+        raise argparse.ArgumentTypeError(f"--peer {name}: that name is one of ours")
+    return name, shlex.split(command)
+
+
+def probe_peer(name, command, server):
+    """A short W1 run of the peer: None when it answered with an ok JSON line, else why not."""
+    try:
+        result = subprocess.run(command + ["--workload", "W1", "--url", f"{server.scheme}://127.0.0.1:{server.port}/echo",
+                                           "--count", "10", "--time-limit", "10"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{type(error).__name__}: {error}"
+    lines = result.stdout.strip().splitlines()
+    try:
+        report = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        report = {}
+    if report.get("ok"):
+        return None
+    reason = report.get("error") or result.stderr.strip() or result.stdout.strip() or f"exit status {result.returncode}"
+    return reason.splitlines()[-1][:300] if reason.strip() else f"exit status {result.returncode}"
+
+
 def median(values):
     values = [v for v in values if isinstance(v, (int, float))]
     return statistics.median(values) if values else None
@@ -215,15 +260,48 @@ def profile(args, port, workdir):
     return lines
 
 
-def comparison_table(results, scheme):
-    """Medians of every figure over `scheme`, ours / raw C, with the targets."""
-    table = ["| Workload | Figure | raw C (lws) | ours | ours / raw C | ours, loop executor | loop / raw C | Target |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+def peer_median(reports, key):
+    """A peer's median over its ok runs only (n/a when none was ok, e.g. a workload it lacks)."""
+    return median(r.get(key) for r in reports if r.get("ok"))
+
+
+def ahead_of_peers(results, scheme, workload, key, better, peers):
+    """Which of ours beat every peer on this figure's medians, e.g. `ours ✓, loop ✗ (picows)`."""
+    if (workload, key) not in AHEAD_OF_PEERS or not peers:
+        return ""
+    values = {peer: peer_median(results[(scheme, workload, peer)], key) for peer in peers}
+    values = {peer: value for peer, value in values.items() if value is not None}
+    if not values:
+        return "no peer figure"
+    cells = []
+    for client, label in zip(OURS, ("ours", "loop")):
+        ours = median(r.get(key) for r in results[(scheme, workload, client)])
+        if ours is None:
+            cells.append(f"{label} n/a")
+            continue
+        ahead_of = [peer for peer, value in values.items() if (ours > value if better == "higher" else ours < value)]
+        behind = [peer for peer in values if peer not in ahead_of]
+        cells.append(f"{label} ✓" if not behind else f"{label} ✗ ({', '.join(behind)})")
+    return ", ".join(cells)
+
+
+def comparison_table(results, scheme, peers=()):
+    """Medians of every figure over `scheme`, ours / raw C with the targets, then each peer / raw C,
+    and for the AHEAD_OF_PEERS figures which of ours beat every peer."""
+    header = "| Workload | Figure | raw C (lws) | ours | ours / raw C | ours, loop executor | loop / raw C | Target |"
+    rule = "|---|---|---:|---:|---:|---:|---:|---|"
+    for peer in peers:
+        header += f" {peer} | {peer} / raw C |"
+        rule += "---:|---:|"
+    if peers:
+        header += " Ahead of peers |"
+        rule += "---|"
+    table = [header, rule]
     for workload, _, _, figures in WORKLOADS:
         for key, better, target in figures:
             raw = median(r.get(key) for r in results[(scheme, workload, "raw-c")])
             row = [workload, f"`{key}`", fmt(raw)]
-            for client in CLIENTS[1:]:
+            for client in OURS:
                 ours = median(r.get(key) for r in results[(scheme, workload, client)])
                 ratio = ours / raw if ours is not None and raw else None
                 met = ""
@@ -232,15 +310,23 @@ def comparison_table(results, scheme):
                     met = " ✓" if ok else " ✗"
                 row += [fmt(ours), (f"{ratio:.2f}x{met}" if ratio is not None else "n/a")]
             row.append(("≥ " if better == "higher" else "≤ ") + f"{target:.2f}x" if target else "")
+            for peer in peers:
+                value = peer_median(results[(scheme, workload, peer)], key)
+                ratio = value / raw if value is not None and raw else None
+                row += [fmt(value), f"{ratio:.2f}x" if ratio is not None else "n/a"]
+            if peers:
+                row.append(ahead_of_peers(results, scheme, workload, key, better, peers))
             table.append("| " + " | ".join(row) + " |")
     return table
 
 
-def cpu_table(results, scheme):
-    cpu = ["| Workload | client CPU s: raw C / ours / loop | server CPU s: raw C / ours / loop |", "|---|---|---|"]
+def cpu_table(results, scheme, clients=CLIENTS):
+    names = " / ".join({"raw-c": "raw C", "websocketstreams": "ours", "websocketstreams+loop": "loop"}.get(c, c)
+                       for c in clients)
+    cpu = [f"| Workload | client CPU s: {names} | server CPU s: {names} |", "|---|---|---|"]
     for workload, _, _, _ in WORKLOADS:
-        client_cpu = " / ".join(fmt(median(r["_client_cpu_s"] for r in results[(scheme, workload, c)])) for c in CLIENTS)
-        server_cpu = " / ".join(fmt(median(r["_server_cpu_s"] for r in results[(scheme, workload, c)])) for c in CLIENTS)
+        client_cpu = " / ".join(fmt(median(r["_client_cpu_s"] for r in results[(scheme, workload, c)])) for c in clients)
+        server_cpu = " / ".join(fmt(median(r["_server_cpu_s"] for r in results[(scheme, workload, c)])) for c in clients)
         cpu.append(f"| {workload} | {client_cpu} | {server_cpu} |")
     return cpu
 
@@ -294,7 +380,11 @@ def main():
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
                         help="also run every workload over wss:// (default: on; --no-tls for ws:// only)")
+    parser.add_argument("--peer", action="append", type=parse_peer, default=[], metavar="NAME=COMMAND",
+                        help="another client with wsbench-c's command line and JSON line, run beside ours "
+                             "(repeatable), e.g. --peer picows='venv/bin/python Benchmarks/peers/picows/wsbench_picows.py'")
     args = parser.parse_args()
+    args.peers = dict(args.peer)
 
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="wsbench-")
@@ -305,10 +395,19 @@ def main():
         if args.tls:
             servers.append(start_server(args, workdir, tls=True))
         plain = servers[0]
+        peers, peers_not_run = [], {}
+        for name, command in args.peers.items():
+            reason = probe_peer(name, command, plain)
+            if reason is None:
+                peers.append(name)
+            else:
+                peers_not_run[name] = reason
+                print(f"peer {name} left out: {reason}", file=sys.stderr, flush=True)
+        clients = CLIENTS + peers
         for run in range(1, args.runs + 1):
             for workload, path, extra, _ in WORKLOADS:
                 for server in servers:
-                    for client in CLIENTS:
+                    for client in clients:
                         report = run_one(client, workload, path, extra, server, args)
                         results.setdefault((server.scheme, workload, client), []).append(report)
                         shown = {k: v for k, v in report.items() if not k.startswith("_") and k not in ("client", "workload")}
@@ -323,25 +422,55 @@ def main():
         shutil.rmtree(workdir, ignore_errors=True)
     load_after = os.getloadavg()
 
-    table = comparison_table(results, "ws")
-    cpu = cpu_table(results, "ws")
+    table = comparison_table(results, "ws", peers)
+    cpu = cpu_table(results, "ws", clients)
 
     w3 = []
-    for client in CLIENTS:
+    for client in clients:
         reports = results[("ws", "W3", client)]
         per_byte = median(r["_client_cpu_s"] / (2 * r["count"] * 4 * 1024 * 1024) * 1e9 for r in reports if r.get("ok"))
         w3.append(f"{client} {fmt(per_byte)} ns")
 
     def failures(scheme):
-        return sum(1 for (s, _, _), reports in results.items() if s == scheme for r in reports if not r.get("ok"))
+        counted = sum(1 for (s, _, c), reports in results.items() if s == scheme and c in CLIENTS
+                      for r in reports if not r.get("ok"))
+        by_peer = {peer: sum(1 for w, _, _, _ in WORKLOADS for r in results[(scheme, w, peer)] if not r.get("ok"))
+                   for peer in peers}
+        text = f"{counted}"
+        if peers:
+            text += " (peers: " + ", ".join(f"{peer} {n}" for peer, n in by_peer.items()) + ")"
+        failed = sorted({f"{peer} {w}" for peer in peers for w, _, _, _ in WORKLOADS
+                         if results[(scheme, w, peer)] and not any(r.get("ok") for r in results[(scheme, w, peer)])})
+        if failed:
+            text += "; no ok run, so n/a: " + ", ".join(failed)
+        return text
+
+    def peer_line(peer):
+        notes = sorted({f"{k} {v}" for reports in (results[(s, w, peer)] for s in ("ws", "wss") for w, _, _, _ in WORKLOADS
+                                                   if (s, w, peer) in results)
+                        for r in reports for k, v in r.items()
+                        if k not in ("client", "workload", "error") and not k.startswith("_") and isinstance(v, str)})
+        shown = [os.path.relpath(word) if os.path.isabs(word) and word.startswith(os.getcwd() + os.sep) else word
+                 for word in args.peers[peer]]
+        return f"- Peer `{peer}`: `{shlex.join(shown)}`" + (f" ({'; '.join(notes)})" if notes else "")
+
+    peer_lines = [peer_line(peer) for peer in peers]
+    peer_lines += [f"- Peer `{peer}` not run: {reason}" for peer, reason in peers_not_run.items()]
 
     lines = ["# Benchmarks", "",
              "Generated by `make bench` (Benchmarks/run_benchmarks.py); the analysis after the tables is "
              "Benchmarks/analysis.md. Medians of "
-             f"{args.runs} interleaved runs (raw C, ours, ours on the loop executor, repeated) against the bundled "
+             f"{args.runs} interleaved runs (raw C, ours, ours on the loop executor"
+             + "".join(f", {peer}" for peer in peers) + ", repeated) against the bundled "
              "TestServer (release, no compression) on loopback. Ratios are ours / raw C: for rates higher is "
-             "better, for latency and memory lower is better.", ""]
+             "better, for latency and memory lower is better."
+             + (" Peers (Benchmarks/peers/) are other clients users would pick, given the same workloads and "
+                "the same command line; their columns are medians of their ok runs, with their ratio to raw C. "
+                "*Ahead of peers* says, for the figures where ours should beat every peer, which of ours "
+                "(ours; loop: ours on the loop executor) did, and which peer was ahead where not."
+                if args.peers else ""), ""]
     lines += machine_description(load_before, load_after)
+    lines += peer_lines
     lines += ["", "## Over ws://", "", *table, "",
               f"Runs that did not complete: {failures('ws')}.", "",
               "CPU time per run (user + system), medians:", "", *cpu, "",
@@ -349,7 +478,7 @@ def main():
               f"The floor under any `AsyncStream` API on this machine (`wsbench --workload asyncstream`): "
               f"{fmt(floor_ns)} ns per element.", ""]
     if args.tls:
-        tls_table = comparison_table(results, "wss")
+        tls_table = comparison_table(results, "wss", peers)
         tls_cost = tls_cost_table(results)
         lines += ["## Over wss://", "",
                   "The same workloads against a second TestServer started with `--tls` (a certificate for "
@@ -362,7 +491,7 @@ def main():
                   f"runs is above {SERVER_BOUND_SHARE:.0%}; never said of memory). The server's CPU share is its CPU seconds over the "
                   "wall seconds of the client's run (process start to exit; 100% is one core):", "",
                   *tls_cost, "",
-                  "CPU time per wss:// run (user + system), medians:", "", *cpu_table(results, "wss"), ""]
+                  "CPU time per wss:// run (user + system), medians:", "", *cpu_table(results, "wss", clients), ""]
     if profile_lines:
         lines += ["## Profiles", "", *profile_lines]
     if os.path.exists(args.analysis):
@@ -373,6 +502,8 @@ def main():
     if args.tls:
         print("\nover wss://\n" + "\n".join(tls_table))
         print("\nours over wss:// / ours over ws://\n" + "\n".join(tls_cost))
+    for line in peer_lines:
+        print(line)
     print(f"\nwrote {args.out}")
     return 0
 
