@@ -13,14 +13,20 @@ struct TestServerCommand: AsyncParsableCommand {
         commandName: "TestServer",
         abstract: "A local WebSocket server with routes that misbehave on purpose.",
         discussion: """
-            Routes: /echo, /push?count=&size=&type=, /close?code=&reason=&after=, /drop?after=,
-            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1,
-            /frame-echo (every frame back as it arrives, without lws's ws role; not over TLS), and
-            /hostile/KIND, which breaks RFC 6455 byte by byte. KIND is garbage?seed=&count=,
-            reserved-bits, unknown-opcode, masked, fragmented-control, huge-length,
-            bad-close-code?code=, long-close-reason, bad-utf8-fragments, ping-flood?count=,
-            slowloris?ms= or fuzz?seed=&count=. Prints its URL, then serves until interrupted
-            (Ctrl-C or SIGTERM).
+            Routes: /echo, /push?count=&size=&type=, /close?code=&reason=&after=, /drop?after=, \
+            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1, /uncompressed, \
+            /huge-headers, /frame-echo (every frame back as it arrives, without lws's ws role), and \
+            /hostile/KIND, which breaks RFC 6455 byte by byte. KIND is garbage?seed=&count=, reserved-bits, \
+            unknown-opcode, masked, fragmented-control, huge-length, bad-close-code?code=, long-close-reason, \
+            bad-utf8-fragments, ping-flood?count=, slowloris?ms= or fuzz?seed=&count=.
+
+            With --tls, the raw routes (/slow, /hang, /uncompressed, /huge-headers, /frame-echo and \
+            /hostile/KIND) are served on a second port, printed at start, where the server runs TLS itself. \
+            That port also serves /tls/KIND, which breaks TLS after the 101: truncated-record (a record cut \
+            short, then a FIN), reset-mid-record (half a record, then a reset) or close-notify (close_notify \
+            without a close frame).
+
+            Prints its URL, then serves until interrupted (Ctrl-C or SIGTERM).
             """)
 
     @Option(help: "The port to listen on; 0 picks a free one.")
@@ -54,6 +60,9 @@ struct TestServerCommand: AsyncParsableCommand {
         let server = try await WebSocketTestServer.TestServer.start(
             port: port, host: host, tls: tls ? .init() : nil, compression: !noCompression, logger: logger)
         print("TestServer listening on \(server.url(path: "/"))")
+        if let rawTLSPort = server.rawTLSPort {
+            print("Raw TLS routes (/hostile/, /frame-echo, /tls/, ...) on port \(rawTLSPort), e.g. \(server.url(path: "/tls/close-notify"))")
+        }
         if let caFile = server.caCertificateFile { print("CA certificate: \(caFile)") }
         if let portFile {
             let text = "\(server.port)\n"

@@ -1,9 +1,11 @@
 /// How a `/hostile/<kind>` route misbehaves, byte by byte, after (or instead of) a valid
 /// `101 Switching Protocols`.
 ///
-/// The bytes are written raw on the socket, so the client under test meets exactly what a
-/// broken or malicious server would send; what the client answers (its close frame) is
-/// recorded like any other connection's.
+/// The bytes are written raw on the socket (over TLS, raw inside TLS records), so the
+/// client under test meets exactly what a broken or malicious server would send; what the
+/// client answers (its close frame) is recorded like any other connection's. The server
+/// answers the client's pings, and its close frame with a close frame (unless the route
+/// sent one), then ends the connection.
 ///
 /// | Kind | After the 101 |
 /// |---|---|
@@ -100,6 +102,15 @@ public enum HostileBehaviour: Sendable, Equatable {
     var dropsAfterWriting: Bool {
         switch self {
         case .fuzz, .garbage, .hugeLength: true
+        default: false
+        }
+    }
+
+    /// Whether ``bytesAfterHandshake`` ends with a close frame, or may hold one (random
+    /// bytes): the client's close is then its answer, not to be answered again.
+    var sendsClose: Bool {
+        switch self {
+        case .badCloseCode, .longCloseReason, .pingFlood, .fuzz, .garbage: true
         default: false
         }
     }

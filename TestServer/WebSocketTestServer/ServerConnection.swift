@@ -85,7 +85,7 @@ final class ServerConnection {
             } else {
                 enqueue(wsi, payload: first + second, binary: false)
             }
-        case .echo, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders:
+        case .echo, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
             break
         }
     }
@@ -123,7 +123,7 @@ final class ServerConnection {
         switch route {
         case .echo, .push, .headers, .close, .drop, .badUTF8:
             enqueue(wsi, payload: message, binary: partialIsBinary)
-        case .stall, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders:
+        case .stall, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
             break
         }
         return 0

@@ -166,26 +166,25 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             recorder.rejected(path: path, status: status)
             return reject(wsi, status: status, body: body, retryAfter: retryAfter, location: location)
         }
-        guard route.isRaw else { return 0 }
-        guard settings.certificates == nil else {
-            return reject(wsi, status: 501, body: "\(path) is only served without TLS", retryAfter: nil, location: nil)
+        guard route.isServedByRawTLSListener else { return 0 }
+        if settings.certificates != nil {
+            // lws holds the TLS state: raw routes over TLS are the raw TLS listener's.
+            let body = "\(path) is served over TLS by the raw TLS listener (TestServer.rawTLSPort)"
+            return reject(wsi, status: 501, body: body, retryAfter: nil, location: nil)
+        }
+        guard route.isRaw else {
+            let body = "\(path) is only served by a TLS test server, on its raw TLS listener"
+            return reject(wsi, status: 501, body: body, retryAfter: nil, location: nil)
         }
         return takeOver(wsi, route: route, path: path, query: query)
     }
 
     /// Writes a complete HTTP error response and tells lws the request is handled.
     private func reject(_ wsi: OpaquePointer, status: Int, body: String, retryAfter: String?, location: String?) -> Int32 {
-        var head = "HTTP/1.1 \(status) \(Self.reasonPhrase(status))\r\n"
-        if let location { head += "Location: \(location)\r\n" }
-        if status == 401 { head += "WWW-Authenticate: Bearer realm=\"test-server\"\r\n" }
-        if let retryAfter = retryAfter ?? ((status == 429 || status == 503) ? "1" : nil) {
-            head += "Retry-After: \(retryAfter)\r\n"
-        }
-        head += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
-        var bytes = [UInt8](repeating: 0, count: ServerConnection.headroom) + Array((head + body).utf8)
-        let count = bytes.count - ServerConnection.headroom
+        let response = HTTPResponses.rejection(status: status, body: body, retryAfter: retryAfter, location: location)
+        var bytes = [UInt8](repeating: 0, count: ServerConnection.headroom) + response
         _ = bytes.withUnsafeMutableBufferPointer { buffer in
-            wss_write(wsi, buffer.baseAddress! + ServerConnection.headroom, count, LWS_WRITE_HTTP.rawValue)
+            wss_write(wsi, buffer.baseAddress! + ServerConnection.headroom, response.count, LWS_WRITE_HTTP.rawValue)
         }
         return 1
     }
@@ -254,9 +253,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         case LWS_CALLBACK_CLOSED:
             recorder.change(connection.id) { $0.closedAt = .now }
         case LWS_CALLBACK_WSI_DESTROY:
-            recorder.change(connection.id) { record in
-                if record.closedAt == nil { record.closedAt = .now }
-            }
+            recorder.markClosed(connection.id)
             connection.wsi = nil
             detach(wsi, connection)
         default:
@@ -395,22 +392,5 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
             }
         }
         return headers
-    }
-
-    static func reasonPhrase(_ status: Int) -> String {
-        switch status {
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 408: "Request Timeout"
-        case 426: "Upgrade Required"
-        case 429: "Too Many Requests"
-        case 500: "Internal Server Error"
-        case 501: "Not Implemented"
-        case 502: "Bad Gateway"
-        case 503: "Service Unavailable"
-        default: "Status \(status)"
-        }
     }
 }

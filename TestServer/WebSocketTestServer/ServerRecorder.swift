@@ -44,6 +44,13 @@ final class ServerRecorder: Sendable {
         checkWaiters()
     }
 
+    /// Records that connection `id` ended, unless an earlier end was recorded.
+    func markClosed(_ id: Int) {
+        change(id) { record in
+            if record.closedAt == nil { record.closedAt = .now }
+        }
+    }
+
     func rejected(path: String, status: Int) {
         state.withLock { $0.snapshot.rejectedHandshakes.append((path, status)) }
         checkWaiters()

@@ -15,9 +15,14 @@
 /// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
 /// | `/hostile/<kind>` | Misbehaves below the WebSocket layer, byte by byte (see ``HostileBehaviour``) |
 /// | `/huge-headers` | Answers 101, then sends 1 MiB of header lines and never ends the header block |
-/// | `/frame-echo` | Echoes every frame as it arrives (pings answered), without libwebsockets' ws role: for benchmarks that should measure the client, not lws's byte-at-a-time server parser. Not over TLS |
+/// | `/frame-echo` | Echoes every frame as it arrives (pings answered), without libwebsockets' ws role: for benchmarks that should measure the client, not lws's byte-at-a-time server parser |
+/// | `/tls/<kind>` | Breaks TLS itself after the 101 (see ``TLSMisbehaviour``) |
 ///
 /// Any other path is rejected with 404.
+///
+/// Raw routes (``isRaw``) are served without libwebsockets: on a plain server by taking the
+/// socket from it, on a TLS server by the raw TLS listener (``RawTLSListener``), which also
+/// serves the `/tls/` routes; libwebsockets' TLS listener rejects both with 501.
 enum ServerRoute: Sendable, Equatable {
     case echo
     case push(count: Int, size: Int, binary: Bool, fragment: Int)
@@ -33,6 +38,14 @@ enum ServerRoute: Sendable, Equatable {
     case hostile(HostileBehaviour)
     case frameEcho
     case hugeHeaders
+    case tls(TLSMisbehaviour)
+
+    /// The route of a request target, e.g. `/push?count=3`.
+    init(target: String) {
+        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let path = parts.first.map(String.init) ?? "/"
+        self.init(path: path.isEmpty ? "/" : path, query: parts.count > 1 ? Self.parseQuery(String(parts[1])) : [:])
+    }
 
     init(path: String, query: [String: String]) {
         func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
@@ -72,6 +85,13 @@ enum ServerRoute: Sendable, Equatable {
             } else {
                 self = .reject(status: 404, body: "no hostile behaviour \(kind)", retryAfter: nil, location: nil)
             }
+        case _ where path.hasPrefix("/tls/"):
+            let kind = String(path.dropFirst("/tls/".count))
+            if let misbehaviour = TLSMisbehaviour(kind: kind) {
+                self = .tls(misbehaviour)
+            } else {
+                self = .reject(status: 404, body: "no TLS misbehaviour \(kind)", retryAfter: nil, location: nil)
+            }
         default:
             self = .reject(status: 404, body: "no route \(path)", retryAfter: nil, location: nil)
         }
@@ -83,6 +103,12 @@ enum ServerRoute: Sendable, Equatable {
         case .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders: true
         default: false
         }
+    }
+
+    /// Routes only the raw TLS listener serves: raw routes over TLS, and the `/tls/` routes.
+    var isServedByRawTLSListener: Bool {
+        if case .tls = self { return true }
+        return isRaw
     }
 }
 

@@ -22,10 +22,26 @@ import WebSocketStreams
 /// | `/close?code=C&reason=R&after=MS` | Closes with C and R after MS milliseconds |
 /// | `/drop?after=MS` | Drops TCP without a close frame after MS milliseconds |
 /// | `/reject?status=S&body=B&retry-after=T` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`) |
-/// | `/slow?ms=MS` | Answers the upgrade after MS milliseconds, then closes with 1000 (plain `ws://` only) |
-/// | `/hang` | Never answers the upgrade (plain `ws://` only) |
+/// | `/slow?ms=MS` | Answers the upgrade after MS milliseconds, then closes with 1000 |
+/// | `/hang` | Never answers the upgrade |
 /// | `/stall` | Completes the handshake, then stops reading (so never answers pings) |
 /// | `/headers` | Sends the request headers it saw as a JSON text message, then echoes |
+/// | `/hostile/KIND` | Breaks RFC 6455 byte by byte after the 101 (see ``HostileBehaviour``) |
+/// | `/frame-echo` | Echoes every frame as it arrives, without libwebsockets' ws role |
+/// | `/tls/KIND` | Breaks TLS itself after the 101: `truncated-record`, `reset-mid-record`, `close-notify` (TLS servers only) |
+///
+/// Raw routes (`/slow`, `/hang`, `/uncompressed`, `/huge-headers`, `/hostile/`,
+/// `/frame-echo`), which write bytes to the socket themselves, work over both `ws://` and
+/// `wss://`: a TLS server serves them, and the `/tls/` routes, on a second port where it
+/// runs TLS itself (``rawTLSPort``). ``url(path:)`` picks the right port, so a test reads
+/// the same either way:
+///
+/// ```swift
+/// let server = try await TestServer.start(tls: .init())
+/// var configuration = WebSocketConfiguration()
+/// configuration.tls.trustedCAFile = server.caCertificateFile
+/// let connection = try await WebSocket.connect(to: server.url(path: "/hostile/masked"), configuration: configuration)
+/// ```
 ///
 /// The server accepts the subprotocols `chat`, `superchat` and `json`, negotiates
 /// permessage-deflate unless started with `compression: false`, and records every
@@ -51,13 +67,18 @@ public final class TestServer: Sendable {
     public let port: Int
     /// The generated certificates of a TLS server; `nil` without TLS.
     public let certificates: TestCertificates?
+    /// The port of a TLS server's raw TLS listener, which serves the raw routes (`/hostile/`,
+    /// `/frame-echo`, `/slow`, ...) and the `/tls/` routes over `wss://`, running TLS itself
+    /// with the same certificate; `nil` without TLS. ``url(path:)`` uses it for those routes.
+    public var rawTLSPort: Int? { rawTLSListener?.port }
     private let serviceThread: ServiceThread
     private let loop: ServerLoop
     private let recorder: ServerRecorder
+    private let rawTLSListener: RawTLSListener?
 
     private init(
         host: String, port: Int, certificates: TestCertificates?, serviceThread: ServiceThread,
-        loop: ServerLoop, recorder: ServerRecorder
+        loop: ServerLoop, recorder: ServerRecorder, rawTLSListener: RawTLSListener?
     ) {
         self.host = host
         self.port = port
@@ -65,9 +86,10 @@ public final class TestServer: Sendable {
         self.serviceThread = serviceThread
         self.loop = loop
         self.recorder = recorder
+        self.rawTLSListener = rawTLSListener
     }
 
-    /// Starts a server and returns once it listens.
+    /// Starts a server and returns once it listens (with TLS, on both of its ports).
     ///
     /// - Parameters:
     ///   - port: The port; 0 (the default) lets the system choose a free one.
@@ -102,15 +124,31 @@ public final class TestServer: Sendable {
             certificates?.remove()
             throw TestServerError.couldNotListen("\(host):\(port)")
         }
+        let rawTLSListener: RawTLSListener?
+        do {
+            rawTLSListener = try certificates.map { try RawTLSListener.start(host: host, certificates: $0, recorder: recorder) }
+        } catch {
+            await thread.shutdown()
+            certificates?.remove()
+            throw error
+        }
         return TestServer(
-            host: host, port: bound, certificates: certificates, serviceThread: thread, loop: loop, recorder: recorder)
+            host: host, port: bound, certificates: certificates, serviceThread: thread, loop: loop, recorder: recorder,
+            rawTLSListener: rawTLSListener)
     }
 
-    /// The URL of `path` on this server, e.g. `ws://127.0.0.1:41234/echo`.
+    /// The URL of `path` (with its query, if any) on this server, e.g.
+    /// `ws://127.0.0.1:41234/echo`.
+    ///
+    /// On a TLS server, raw routes and `/tls/` routes are on the raw TLS listener's port
+    /// (``rawTLSPort``), every other route on ``port``.
     public func url(path: String = "/echo") -> String {
+        let target = path.hasPrefix("/") ? path : "/" + path
         let scheme = certificates == nil ? "ws" : "wss"
         let hostPart = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme)://\(hostPart):\(port)\(path.hasPrefix("/") ? path : "/" + path)"
+        var port = self.port
+        if let rawTLSPort, ServerRoute(target: target).isServedByRawTLSListener { port = rawTLSPort }
+        return "\(scheme)://\(hostPart):\(port)\(target)"
     }
 
     /// The CA file to trust for a TLS server.
@@ -161,7 +199,8 @@ public final class TestServer: Sendable {
 
     /// Drops every open WebSocket connection at once, without a close frame (clients see
     /// 1006), as a network failure would. Replies the server had not written yet are
-    /// dropped with them. Returns how many were dropped.
+    /// dropped with them. Returns how many were dropped. (Not those of the raw TLS
+    /// listener.)
     @discardableResult
     public func disconnectAll() async -> Int {
         await onServiceThread { [loop] in loop.disconnectAll() } ?? 0
@@ -169,6 +208,7 @@ public final class TestServer: Sendable {
 
     /// Makes the server drop every new TCP connection as soon as it is accepted, for
     /// `duration`, as a server that is down would. Connections already open stay open.
+    /// (The raw TLS listener keeps accepting.)
     public func refuseConnections(for duration: Duration) async {
         _ = await onServiceThread { [loop] in loop.refuseConnections(for: duration) }
     }
@@ -181,8 +221,9 @@ public final class TestServer: Sendable {
         }
     }
 
-    /// Stops listening, drops every connection and frees the server's thread and files.
+    /// Stops listening, drops every connection and frees the server's threads and files.
     public func stop() async {
+        await rawTLSListener?.stop()
         await serviceThread.shutdown()
         certificates?.remove()
     }

@@ -23,11 +23,14 @@ struct EchoTests {
         }
     }
 
-    @Test("/frame-echo (the benchmarks' echo) returns every frame: small, 2.5 MiB in fragments, pings; then the close")
-    func frameEcho() async throws {
-        try await withTestServer(compression: false) { server in
+    /// Over TLS, the route is served by the test server's raw TLS listener.
+    @Test("/frame-echo (the benchmarks' echo) returns every frame: small, 2.5 MiB in fragments, pings; then the close",
+          arguments: [false, true])
+    func frameEcho(tls: Bool) async throws {
+        try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
             var configuration = WebSocketConfiguration()
             configuration.compression = false
+            configuration.tls.trustedCAFile = server.caCertificateFile
             let connection = try await WebSocket.connect(to: server.url(path: "/frame-echo"), configuration: configuration)
             let large = Data((0..<(5 << 19)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             try await connection.send(.text("héllo"))
