@@ -122,8 +122,11 @@ public final class WebSocket: Sendable {
     }
 
     /// The error that ended the connection, once it has ended: e.g.
-    /// ``WebSocketError/messageTooLarge(limit:)`` or ``WebSocketError/pongTimeout``.
-    /// `nil` for a connection closed by a close handshake (see ``closeCode``).
+    /// ``WebSocketError/messageTooLarge(limit:)`` or ``WebSocketError/pongTimeout``; for a
+    /// connection lost without a close frame (1006), how it was lost, as
+    /// ``WebSocketError/connectionFailed(_:)``: a reset, a TCP close, a TLS close_notify, or
+    /// a TLS stream cut inside a record. `nil` for a connection closed by a close
+    /// handshake, or closed by this side (see ``closeCode``).
     public var error: WebSocketError? {
         connection.machine.withLock { $0.termination?.error }
     }

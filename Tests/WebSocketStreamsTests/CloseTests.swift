@@ -26,6 +26,11 @@ struct CloseTests {
             let connection = try await WebSocket.connect(to: server.url(path: "/drop?after=20"))
             for await _ in connection.messages {}
             #expect(connection.closeCode == .abnormalClosure)
+            guard case .connectionFailed(let reason)? = connection.error else {
+                Issue.record("expected connectionFailed, got \(String(describing: connection.error))")
+                return
+            }
+            #expect(reason.contains("without a close frame") || reason.contains("reset"), "reason: \(reason)")
         }
     }
 

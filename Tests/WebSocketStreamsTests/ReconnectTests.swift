@@ -78,7 +78,10 @@ struct ReconnectTests {
             #expect(connected.count == 2)
             if connected.count == 2 {
                 let between = states[connected[0]...connected[1]]
-                #expect(between.contains { if case .reconnecting(_, .closed(.abnormalClosure, _)) = $0 { true } else { false } })
+                // The cause says how the connection was lost: TCP closed without a close frame.
+                #expect(between.contains {
+                    if case .reconnecting(_, .connectionFailed(let reason)) = $0 { reason.contains("without a close frame") } else { false }
+                })
                 #expect(between.contains { if case .connecting = $0 { true } else { false } })
             }
             #expect(states.last == .completed)

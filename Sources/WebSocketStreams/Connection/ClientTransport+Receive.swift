@@ -46,11 +46,16 @@ extension ClientTransport {
             case .closedByPeer:
                 // close_notify: the peer is gone. Without a close frame first, that is a 1006.
                 connection.logger.debug("the server ended the TLS session")
+                noteAbnormalEnd(.connectionFailed(
+                    "the server ended TLS (close_notify) without a WebSocket close frame (\(url.hostHeader))"))
                 requestDrop()
                 return
             case .failed(let reason):
                 connection.logger.debug("TLS failed: \(reason)")
                 if !isOpen { handshakeError = .tlsFailure("\(reason) (\(url.hostHeader))") }
+                // After the handshake, a broken record is a lost connection (retried), not a
+                // certificate or configuration problem.
+                noteAbnormalEnd(.connectionFailed("TLS failed: \(reason) (\(url.hostHeader))"))
                 flushCiphertext(connection, loop: loop)  // the alert, if TLS wrote one
                 requestDrop()
                 return

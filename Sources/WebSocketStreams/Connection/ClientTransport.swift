@@ -71,6 +71,8 @@ final class ClientTransport: @unchecked Sendable {
     var readingPaused = false
     /// A `RAW_WRITEABLE` callback was asked for and has not come yet.
     var writableRequested = false
+    /// Why the connection is ending without a close handshake, once known.
+    var abnormalEnd: WebSocketError?
     /// Bytes the socket has taken so far (wrapping): the loop's spin check reads it.
     var bytesSentToSocket = 0
     /// The socket must be dropped at the next callback (set outside callbacks, where
@@ -303,7 +305,33 @@ final class ClientTransport: @unchecked Sendable {
             end(connection, connectError: rejection(head, body: body))
             return
         }
+        if isOpen, abnormalEnd == nil { noteAbnormalEnd(reasonForLostConnection()) }
         end(connection, connectError: nil)
+    }
+
+    /// Why an open connection's socket closed when no close frame explained it: a reset,
+    /// a TLS stream cut inside a record, or the server simply closing TCP. All are
+    /// ``WebSocketError/connectionFailed(_:)``: the connection was lost, and may be retried.
+    private func reasonForLostConnection() -> WebSocketError {
+        if let failure = socket?.pendingErrorDescription() {
+            return .connectionFailed("\(failure) (\(target.description)) without a close frame")
+        }
+        if let tls, tls.holdsUnfinishedInput {
+            // A connection failure, not a TLS one: the session was fine, the stream was cut
+            // (and ReconnectingWebSocket retries it, as any dropped connection).
+            return .connectionFailed("the connection ended inside a TLS record: the stream from \(url.hostHeader) was truncated")
+        }
+        if tls != nil {
+            return .connectionFailed(
+                "the server closed the connection without a close frame or a TLS close_notify (\(url.hostHeader))")
+        }
+        return .connectionFailed("the server closed the connection without a close frame (\(target.description))")
+    }
+
+    /// Records why the connection is ending without a close handshake (the first reason
+    /// wins); it becomes ``WebSocket/error`` unless a close frame came or was sent first.
+    func noteAbnormalEnd(_ error: WebSocketError) {
+        if abnormalEnd == nil { abnormalEnd = error }
     }
 
     /// Ends the connection on this side: resumes or fails everything still waiting.
@@ -317,7 +345,7 @@ final class ClientTransport: @unchecked Sendable {
         writer = FrameWriter()
         let finale = connection.machine.withLock { machine in
             if let error, !wasOpen { return machine.connectFailed(error) }
-            return machine.transportClosed(unwritten: unwritten)
+            return machine.transportClosed(unwritten: unwritten, abnormalEnd: abnormalEnd)
         }
         finale?.run()
     }

@@ -554,7 +554,9 @@ struct ConnectionStateMachine {
     /// - Parameter unwritten: Messages the service thread had taken from the queue but not
     ///   finished writing; they never reached the peer whole and count as unsent, ahead of
     ///   those still queued.
-    mutating func transportClosed(unwritten: [WebSocketMessage] = []) -> Finale? {
+    /// `abnormalEnd` says why the socket went when no close frame was exchanged (a reset, a
+    /// truncated TLS stream, TCP closed): it becomes the termination's error then.
+    mutating func transportClosed(unwritten: [WebSocketMessage] = [], abnormalEnd: WebSocketError? = nil) -> Finale? {
         if phase == .closed { return nil }
         let wasConnecting = phase == .connecting
         phase = .closed
@@ -567,6 +569,7 @@ struct ConnectionStateMachine {
             (code, reason) = localClose
         } else {
             (code, reason) = (.abnormalClosure, "")
+            if pendingError == nil { pendingError = abnormalEnd }
         }
         termination = Termination(code: code, reason: reason, error: pendingError)
         finale.error = pendingError ?? .closed(code: code, reason: reason)

@@ -133,6 +133,16 @@ struct RawSocket {
         case endOrError
     }
 
+    /// The error the socket recorded (`SO_ERROR`, e.g. `ECONNRESET`) as words, if any.
+    func pendingErrorDescription() -> String? {
+        let descriptor = lws_get_socket_fd(wsi)
+        guard descriptor >= 0 else { return nil }
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &code, &length) == 0, code != 0 else { return nil }
+        return String(cString: strerror(code))
+    }
+
     func peekInput() -> PendingInput {
         let descriptor = lws_get_socket_fd(wsi)
         guard descriptor >= 0 else { return .endOrError }

@@ -236,6 +236,11 @@ final class TLSSession {
     /// ``readPlaintext(into:)`` will return data without new input.
     var hasBufferedPlaintext: Bool { SSL_pending(ssl) > 0 }
 
+    /// Whether OpenSSL holds bytes of a record it has not finished (or finished and not
+    /// handed out), or ciphertext waits in the read BIO: at the end of the stream, a
+    /// truncated record.
+    var holdsUnfinishedInput: Bool { SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(readBIO) > 0 }
+
     /// Whether received ciphertext waits in the read BIO, not yet looked at by OpenSSL.
     var hasUnprocessedCiphertext: Bool { BIO_ctrl_pending(readBIO) > 0 }
 
