@@ -322,6 +322,14 @@ extension ClientTransport {
         for sender in senders { sender.resume(throwing: error) }
         queueClose(CloseFrame(code: failure.code, reason: failure.reason), now: true)
         closing.deadline = .now + Self.lingerAfterClose
+        // Reading may have paused (a failure held for the consumer pauses it): what arrives
+        // now is ignored, but the server's end of TCP must be seen, or the close lingers
+        // its full second.
+        if readingPaused, let socket {
+            readingPaused = false
+            heldInput = []
+            socket.setReading(true)
+        }
         armTimer()
     }
 
