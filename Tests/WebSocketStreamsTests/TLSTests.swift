@@ -95,6 +95,19 @@ struct TLSTests {
         }
     }
 
+    @Test("ws:// to a server that speaks TLS fails with a hint to use wss://")
+    func plainToTLSPort() async throws {
+        try await withTestServer(tls: .init()) { server in
+            let plain = "ws://" + server.url(path: "/echo").dropFirst("wss://".count)
+            let error = await expectWebSocketError { _ = try await WebSocket.connect(to: plain) }
+            guard case .connectionFailed(let reason) = error else {
+                Issue.record("expected connectionFailed, got \(String(describing: error))")
+                return
+            }
+            #expect(reason.contains("wss://"), "reason: \(reason)")
+        }
+    }
+
     @Test("a certificate for another host name is rejected")
     func hostnameMismatch() async throws {
         try await withTestServer(tls: .init(hostnames: ["other.example"])) { server in

@@ -110,6 +110,12 @@ extension ClientTransport {
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
                 upgradeAnswered(connection, head: head, rest: rest, loop: loop)
             } catch {
+                if tls == nil, let first = bytes.first, first == 0x15 || first == 0x16 {
+                    // A TLS alert or handshake record: the server expected a ClientHello.
+                    failHandshake(connection, .connectionFailed(
+                        "the server answered in TLS, not HTTP (\(url.hostHeader)): use wss:// for this server"))
+                    return
+                }
                 failHandshake(connection, .connectionFailed("the server's answer to the upgrade request is not valid HTTP: \(error)"))
             }
         case .rejected(let head, var body):

@@ -356,6 +356,9 @@ final class ClientTransport: @unchecked Sendable {
         case .idle, .connecting: .connectionFailed("could not connect to \(target.description)")
         case .tunnelling: .connectionFailed("the proxy closed the connection before answering CONNECT")
         case .securing: .tlsFailure("the connection closed during the TLS handshake with \(url.hostHeader)")
+        case .upgrading where tls == nil:
+            .connectionFailed(
+                "the connection closed during the opening handshake (\(url.hostHeader)); if the server speaks TLS, use wss://")
         default: .connectionFailed("the connection closed during the opening handshake (\(url.hostHeader))")
         }
     }
