@@ -38,14 +38,16 @@ import sys
 import tempfile
 import time
 
-# (workload, path on the server, extra arguments, figures: (key, better, target ratio or None))
+# (workload, path on the server, extra arguments, figures: (key, better, target ratio or None)).
+# The targets are the hot-path issue's, for ours on the default executor (on the loop executor
+# W1 aims at >= 1.10x and p50 <= 1.00x; the column shows the default executor's target for both).
 WORKLOADS = [
-    ("W1", "/echo", [], [("rtt_per_s", "higher", 0.90), ("p50_us", "lower", 1.15), ("p99_us", "lower", None)]),
-    ("W2", "/echo", [], [("msgs_per_s", "higher", 1.00), ("mb_per_s", "higher", None)]),
-    ("W3", "/echo", [], [("mb_per_s", "higher", 0.95)]),
-    ("W4", "/push?count=200000&size=128", [], [("msgs_per_s", "higher", 0.96)]),
-    ("W5", "/echo", [], [("rss_per_conn_kb", "lower", 1.40), ("open_s", "lower", None)]),
-    ("W6", "/push?count=2000&size=128", [], [("msgs_per_s", "higher", 0.90)]),
+    ("W1", "/echo", [], [("rtt_per_s", "higher", 0.80), ("p50_us", "lower", 1.30), ("p99_us", "lower", None)]),
+    ("W2", "/echo", [], [("msgs_per_s", "higher", 2.00), ("mb_per_s", "higher", None)]),
+    ("W3", "/echo", [], [("mb_per_s", "higher", 10.0)]),
+    ("W4", "/push?count=200000&size=128", [], [("msgs_per_s", "higher", 1.20)]),
+    ("W5", "/echo", [], [("rss_per_conn_kb", "lower", 0.80), ("open_s", "lower", 1.50)]),
+    ("W6", "/push?count=2000&size=128", [], [("msgs_per_s", "higher", 1.20)]),
 ]
 
 CLIENTS = ["raw-c", "websocketstreams", "websocketstreams+loop"]
