@@ -183,38 +183,38 @@ struct ReconnectTests {
         }
     }
 
-    @Test("a server that accepts and closes at once gets backoff, not a storm")
+    @Test("a server that accepts and closes at once gets backoff, not a storm: each retry waits for the socket's clock")
     func acceptThenClose() async throws {
         try await withTestServer { server in
             var policy = ReconnectPolicy()
             policy.initialDelay = .milliseconds(20)
             policy.maxDelay = .seconds(2)
-            let socket = ReconnectingWebSocket(to: server.url(path: "/close?code=1011&after=0"), policy: policy)
+            let clock = ManualClock()
+            let socket = ReconnectingWebSocket(
+                to: server.url(path: "/close?code=1011&after=0"), policy: policy, clock: clock)
             let recorder = StateRecorder(socket)
             let consumer = Task { for await _ in socket.messages {} }
-            try await Task.sleep(for: .milliseconds(1500))
+            func attempts() -> Int { recorder.states.filter { if case .connecting = $0 { true } else { false } }.count }
+            for attempt in 1...6 {
+                // The attempt fails at once; the socket then sleeps its backoff on the clock,
+                // and no further attempt starts until the clock is moved past it.
+                await eventually("backoff after attempt \(attempt)") { clock.sleeperCount == 1 }
+                #expect(attempts() == attempt)
+                guard let delay = clock.nextDeadline else { break }
+                // Never reset: each short-lived connection counts as another failure, so the
+                // cap doubles (20, 40, 80, ... ms).
+                #expect(delay <= policy.delayCap(afterAttempt: attempt), "attempt \(attempt): \(delay)")
+                clock.advance(by: delay)
+            }
+            await eventually("the seventh attempt") { attempts() == 7 }
             consumer.cancel()
             await consumer.value
             await recorder.finished()
-
-            let attempts = recorder.states.compactMap { state -> Int? in
-                if case .connecting(let attempt) = state { return attempt }
-                return nil
-            }
-            // Never reset: each short-lived connection counts as another failure.
-            #expect(attempts == Array(1...max(1, attempts.count)))
-            // With caps 20, 40, 80, ... ms, 1.5 s holds at most ~log2(1500/20) + a few attempts
-            // even if every jittered delay were zero... and far fewer in practice.
-            #expect(attempts.count <= 12, "attempts in 1.5 s: \(attempts.count)")
-            for (index, state) in recorder.states.enumerated() {
-                if case .reconnecting(let delay, _) = state {
-                    let attempt = recorder.states[..<index].filter { if case .connecting = $0 { true } else { false } }.count
-                    #expect(delay <= policy.delayCap(afterAttempt: attempt))
-                }
-            }
             #expect(recorder.states.last == .cancelled)
+            #expect(server.snapshot.handshakeCount == 7)
         }
     }
+
 
     @Test("a 401 fails at once without retrying")
     func unauthorizedIsFatal() async throws {

@@ -14,7 +14,7 @@ extension ReconnectingStorage {
             case .wait(let delay, let cause):
                 publish(.reconnecting(after: delay, cause: cause))
                 // Cancelled when the socket is ended; the state machine then finishes.
-                try? await Task.sleep(for: delay)
+                try? await timing.sleep(for: delay)
                 action = shared.withLock { $0.machine.retryDue() }
             case .finish(let finalState):
                 finish(finalState)
@@ -34,7 +34,7 @@ extension ReconnectingStorage {
         }
         let (proceed, consumers) = shared.withLock { shared in
             guard shared.machine.requestedEnd == nil else { return (false, [UnsafeContinuation<Void, Never>]()) }
-            shared.machine.connected(subprotocol: socket.subprotocol, at: .now)
+            shared.machine.connected(subprotocol: socket.subprotocol, at: now)
             shared.readers.append(socket.connection)
             shared.current = socket
             defer { shared.consumerWaiters = [] }
@@ -45,7 +45,7 @@ extension ReconnectingStorage {
             // Ended while this attempt was connecting: close what it opened, properly.
             let endClose = self.endClose
             await socket.close(code: endClose.code, reason: endClose.reason)
-            return shared.withLock { $0.machine.connectionEnded(.closed(code: .goingAway, reason: ""), at: .now, random: 0) }
+            return shared.withLock { $0.machine.connectionEnded(.closed(code: .goingAway, reason: ""), at: now, random: 0) }
         }
         publish(.connected(subprotocol: socket.subprotocol))
 
@@ -75,7 +75,7 @@ extension ReconnectingStorage {
                 shared.queue.prepend(QueuedMessage(id: shared.nextSendID, message: message, sender: nil))
                 shared.queuedBytes += message.byteCount
             }
-            return shared.machine.connectionEnded(ended, at: .now, random: .random(in: 0...1))
+            return shared.machine.connectionEnded(ended, at: now, random: .random(in: 0...1))
         }
     }
 

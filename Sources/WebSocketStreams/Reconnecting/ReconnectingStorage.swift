@@ -58,19 +58,29 @@ final class ReconnectingStorage: Sendable {
     let eventLoop: WebSocketEventLoop
     let onConnect: (@Sendable (WebSocket) async throws -> Void)?
     let shared: AnnotatedMutex<Shared>
+    /// Backoff sleeps and uptime, on the clock the socket was given.
+    let timing: any ReconnectTiming
+    /// The instant the state machine's times count from (it reads `ContinuousClock`
+    /// instants; they are this plus the injected clock's elapsed time).
+    private let timeBase = ContinuousClock.now
 
     init(
         url: String, configuration: WebSocketConfiguration, policy: ReconnectPolicy, eventLoop: WebSocketEventLoop,
+        clock: any Clock<Duration> = ContinuousClock(),
         onConnect: (@Sendable (WebSocket) async throws -> Void)?
     ) {
         self.url = url
         self.configuration = configuration
         self.eventLoop = eventLoop
+        self.timing = reconnectTiming(clock)
         self.onConnect = onConnect
         shared = AnnotatedMutex(Shared(machine: ReconnectStateMachine(policy: policy)))
     }
 
     var policy: ReconnectPolicy { shared.withLock { $0.machine.policy } }
+
+    /// Now, on the injected clock, as the state machine counts time.
+    var now: ContinuousClock.Instant { timeBase.advanced(by: timing.elapsed()) }
 
     // MARK: - Starting and ending
 

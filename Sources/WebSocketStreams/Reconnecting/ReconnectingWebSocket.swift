@@ -43,6 +43,8 @@ public final class ReconnectingWebSocket: Sendable {
     ///   - configuration: Used for every connection.
     ///   - policy: When to retry and how long to wait; see ``ReconnectPolicy``.
     ///   - eventLoop: The loop that services the connections.
+    ///   - clock: The clock that backoff delays and connection uptime are measured on. A
+    ///     test can pass a clock it advances by hand, so reconnects need no real waiting.
     ///   - onConnect: Runs after every (re)connect, before queued messages are sent. Send
     ///     with the connection it is given (e.g. subscriptions); do not iterate its
     ///     `messages` (ending that iteration would close it). If it throws, that connection
@@ -52,21 +54,25 @@ public final class ReconnectingWebSocket: Sendable {
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         policy: ReconnectPolicy = ReconnectPolicy(),
         eventLoop: WebSocketEventLoop = .shared,
+        clock: any Clock<Duration> = ContinuousClock(),
         onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
     ) {
         storage = ReconnectingStorage(
-            url: url, configuration: configuration, policy: policy, eventLoop: eventLoop, onConnect: onConnect)
+            url: url, configuration: configuration, policy: policy, eventLoop: eventLoop, clock: clock, onConnect: onConnect)
     }
 
-    /// Creates a socket for `url`; see ``init(to:configuration:policy:eventLoop:onConnect:)-(String,_,_,_,_)``.
+    /// Creates a socket for `url`; see ``init(to:configuration:policy:eventLoop:clock:onConnect:)-(String,_,_,_,_,_)``.
     public convenience init(
         to url: URL,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         policy: ReconnectPolicy = ReconnectPolicy(),
         eventLoop: WebSocketEventLoop = .shared,
+        clock: any Clock<Duration> = ContinuousClock(),
         onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
     ) {
-        self.init(to: url.absoluteString, configuration: configuration, policy: policy, eventLoop: eventLoop, onConnect: onConnect)
+        self.init(
+            to: url.absoluteString, configuration: configuration, policy: policy, eventLoop: eventLoop, clock: clock,
+            onConnect: onConnect)
     }
 
     deinit {
