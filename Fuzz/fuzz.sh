@@ -27,9 +27,9 @@ library=(
     Protocol/HTTPResponseHead.swift Protocol/HTTPResponseParser.swift Protocol/HandshakeRequest.swift
     Protocol/HandshakeValidator.swift Protocol/InboundEvent.swift Protocol/MessageAssembler.swift
     Protocol/ProtocolFailure.swift
-    Native/Crypto.swift Native/MessageDeflater.swift Native/MessageInflater.swift
+    Native/Crypto.swift Native/MessageDeflater.swift Native/MessageInflater.swift Native/PayloadArena.swift
     Support/UTF8Validator.swift
-    WebSocketCloseCode.swift WebSocketError.swift WebSocketMessage.swift WebSocketURL.swift
+    WebSocketCloseCode.swift WebSocketError.swift WebSocketErrorCode.swift WebSocketMessage.swift WebSocketURL.swift
 )
 
 # Header search paths of the C libraries, as the system-library target gets them from pkg-config.

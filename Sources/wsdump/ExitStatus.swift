@@ -43,10 +43,10 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
     /// The status for a session that failed with `error`: a failed connection attempt, or
     /// a reconnecting socket that gave up.
     static func forFailure(_ error: WebSocketError) -> ExitStatus {
-        switch error {
+        switch error.code {
         case .invalidURL, .invalidConfiguration: .usageError
-        case .closed, .messageTooLarge, .pongTimeout: .closedWithError
-        case .connectionFailed, .timedOut, .tlsFailure, .handshakeRejected, .proxyRejected, .sendQueueFull: .connectionFailed
+        case .closed, .protocolViolation, .messageTooLarge, .pongTimeout: .closedWithError
+        default: .connectionFailed
         }
     }
 }

@@ -26,7 +26,7 @@ struct CloseTests {
             let connection = try await WebSocket.connect(to: server.url(path: "/drop?after=20"))
             for await _ in connection.messages {}
             #expect(connection.closeCode == .abnormalClosure)
-            guard case .connectionFailed(let reason)? = connection.error else {
+            guard let reason = reason(of: connection.error, ifCode: .connectionFailed) else {
                 Issue.record("expected connectionFailed, got \(String(describing: connection.error))")
                 return
             }

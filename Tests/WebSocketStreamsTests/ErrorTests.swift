@@ -11,7 +11,7 @@ struct ErrorTests {
     ])
     func malformedURL(url: String) async {
         let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url) }
-        guard case .invalidURL(let reason) = error else {
+        guard let reason = reason(of: error, ifCode: .invalidURL) else {
             Issue.record("expected invalidURL for '\(url)', got \(String(describing: error))")
             return
         }
@@ -25,7 +25,7 @@ struct ErrorTests {
         await server.stop()
         let started = ContinuousClock.now
         let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url) }
-        guard case .connectionFailed(let reason) = error else {
+        guard let reason = reason(of: error, ifCode: .connectionFailed) else {
             Issue.record("expected connectionFailed, got \(String(describing: error))")
             return
         }
@@ -45,7 +45,7 @@ struct ErrorTests {
             var iterator = open.messages.makeAsyncIterator()
             #expect(await iterator.next() == .text("still served"))
             let error = await failure
-            guard case .connectionFailed(let reason) = error else {
+            guard let reason = reason(of: error, ifCode: .connectionFailed) else {
                 Issue.record("expected connectionFailed, got \(String(describing: error))")
                 return
             }
@@ -60,7 +60,7 @@ struct ErrorTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/reject?status=401"))
             }
-            guard case .handshakeRejected(let status, let headers, _) = error else {
+            guard let matched = matching(error, .handshakeRejected), let status = matched.httpStatus, let headers = matched.headers else {
                 Issue.record("expected handshakeRejected, got \(String(describing: error))")
                 return
             }
@@ -77,7 +77,7 @@ struct ErrorTests {
                 _ = try await WebSocket.connect(to: server.url(path: "/reject?status=503&retry-after=7"))
             }
             #expect(error == .handshakeRejected(status: 503, headers: rejectionHeaders(error), body: Data("rejected by the test server".utf8)))
-            if case .handshakeRejected(_, let headers, _) = error { #expect(headers["Retry-After"] == "7") }
+            if let matched = matching(error, .handshakeRejected), let headers = matched.headers { #expect(headers["Retry-After"] == "7") }
         }
     }
 
@@ -133,7 +133,7 @@ struct ErrorTests {
         let error = await expectWebSocketError {
             _ = try await WebSocket.connect(to: "ws://127.0.0.1:9/", configuration: configuration)
         }
-        guard case .invalidConfiguration = error else {
+        guard reason(of: error, ifCode: .invalidConfiguration) != nil else {
             Issue.record("expected invalidConfiguration, got \(String(describing: error))")
             return
         }

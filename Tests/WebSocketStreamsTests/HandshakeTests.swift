@@ -90,7 +90,7 @@ struct HandshakeTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/huge-headers"))
             }
-            guard case .connectionFailed(let reason)? = error else {
+            guard let reason = reason(of: error, ifCode: .connectionFailed) else {
                 Issue.record("expected connectionFailed, got \(String(describing: error))")
                 return
             }

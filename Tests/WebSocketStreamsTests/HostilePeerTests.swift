@@ -41,7 +41,7 @@ struct HostilePeerTests {
             let messages = await drainToEnd(connection)
             #expect(messages.isEmpty)
             #expect(connection.closeCode == .protocolError)
-            guard case .closed(let code, _)? = connection.error else {
+            guard let matched = matching(connection.error, .protocolViolation), let code = matched.closeCode else {
                 Issue.record("expected a typed error, got \(String(describing: connection.error))")
                 return
             }
@@ -72,7 +72,7 @@ struct HostilePeerTests {
             let messages = await drainToEnd(connection)
             #expect(messages.isEmpty)
             #expect(connection.closeCode == .invalidFramePayloadData)
-            #expect(connection.error == .closed(code: .invalidFramePayloadData, reason: "invalid UTF-8 in a text message"))
+            #expect(connection.error == .protocolViolation(closeCode: .invalidFramePayloadData, reason: "invalid UTF-8 in a text message"))
             let seen = try await server.waitUntil { $0.connections.first?.closeCodeReceived != nil }
             #expect(seen.connections.first?.closeCodeReceived == .invalidFramePayloadData)
         }
@@ -115,7 +115,7 @@ struct HostilePeerTests {
             var messages = connection.messages.makeAsyncIterator()
             #expect(await messages.next() == nil)
             #expect(connection.closeCode == .protocolError)
-            #expect(connection.error == .closed(code: .protocolError, reason: "the server sent a masked frame"))
+            #expect(connection.error == .protocolViolation(closeCode: .protocolError, reason: "the server sent a masked frame"))
             let seen = try await server.waitUntil { $0.connections.first?.closeCodeReceived != nil }
             #expect(seen.connections.first?.closeCodeReceived == .protocolError)
         }

@@ -28,7 +28,7 @@ struct PingTests {
             #expect(try await connection.ping(payload: []) < .seconds(1))
             #expect(try await connection.ping() < .seconds(1))
             let error = await expectWebSocketError { _ = try await connection.ping(payload: Array(repeating: 0x61, count: 126)) }
-            guard case .invalidConfiguration? = error else {
+            guard reason(of: error, ifCode: .invalidConfiguration) != nil else {
                 Issue.record("expected invalidConfiguration, got \(String(describing: error))")
                 return
             }

@@ -156,7 +156,7 @@ struct RealServerRegressionTests {
             configuration.tls.trustedCAFile = wrongName.caCertificateFile
             _ = try await WebSocket.connect(to: "wss://\(other):\(wrongName.port)/echo", configuration: configuration)
         }
-        guard case .tlsFailure(let reason)? = error else {
+        guard let reason = reason(of: error, ifCode: .tlsFailure) else {
             Issue.record("expected tlsFailure, got \(String(describing: error))")
             await server.stop()
             await wrongName.stop()
@@ -178,7 +178,7 @@ struct RealServerRegressionTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             }
-            guard case .proxyRejected(let status, let headers)? = error else {
+            guard let matched = matching(error, .proxyRejected), let status = matched.httpStatus, let headers = matched.headers else {
                 Issue.record("expected proxyRejected, got \(String(describing: error))")
                 return
             }
@@ -204,7 +204,7 @@ struct RealServerRegressionTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/reject?status=403&body=\(encoded)"))
             }
-            guard case .handshakeRejected(let status, let headers, let body)? = error else {
+            guard let matched = matching(error, .handshakeRejected), let status = matched.httpStatus, let headers = matched.headers, let body = matched.body else {
                 Issue.record("expected handshakeRejected, got \(String(describing: error))")
                 return
             }

@@ -80,7 +80,11 @@ struct ReconnectTests {
                 let between = states[connected[0]...connected[1]]
                 // The cause says how the connection was lost: TCP closed without a close frame.
                 #expect(between.contains {
-                    if case .reconnecting(_, .connectionFailed(let reason)) = $0 { reason.contains("without a close frame") } else { false }
+                    if case .reconnecting(_, let cause) = $0 {
+                        reason(of: cause, ifCode: .connectionFailed)?.contains("without a close frame") == true
+                    } else {
+                        false
+                    }
                 })
                 #expect(between.contains { if case .connecting = $0 { true } else { false } })
             }
@@ -222,7 +226,9 @@ struct ReconnectTests {
             let socket = ReconnectingWebSocket(to: server.url(path: "/reject?status=401"), policy: fastPolicy())
             let recorder = StateRecorder(socket)
             await recorder.finished()
-            guard case .failed(.handshakeRejected(let status, let headers, _)) = recorder.states.last else {
+            guard case .failed(let failure) = recorder.states.last,
+                  let rejected = matching(failure, .handshakeRejected), let status = rejected.httpStatus,
+                  let headers = rejected.headers else {
                 Issue.record("expected failed(handshakeRejected), got \(recorder.states)")
                 return
             }

@@ -104,7 +104,7 @@ struct RegressionTests {
             let started = ContinuousClock.now
             await loop.shutdown(gracePeriod: .seconds(5))
             let result = await attempt.result
-            guard case .failure(WebSocketError.connectionFailed) = result else {
+            guard case .failure(let failure) = result, (failure as? WebSocketError)?.code == .connectionFailed else {
                 Issue.record("expected connectionFailed, got \(result)")
                 return
             }
@@ -130,7 +130,7 @@ struct SplitMix {
 }
 
 func rejectionHeaders(_ error: WebSocketError?) -> [String: String] {
-    if case .handshakeRejected(_, let headers, _) = error { return headers }
+    if let matched = matching(error, .handshakeRejected), let headers = matched.headers { return headers }
     return [:]
 }
 

@@ -31,7 +31,7 @@ struct SecurityDefaultsTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"))
             }
-            guard case .tlsFailure(let reason)? = error else {
+            guard let reason = reason(of: error, ifCode: .tlsFailure) else {
                 Issue.record("expected tlsFailure, got \(String(describing: error))")
                 return
             }

@@ -13,7 +13,7 @@ struct TLSTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             }
-            guard case .tlsFailure(let reason) = error else {
+            guard let reason = reason(of: error, ifCode: .tlsFailure) else {
                 Issue.record("expected tlsFailure, got \(String(describing: error))")
                 return
             }
@@ -89,7 +89,7 @@ struct TLSTests {
             let connection = try await WebSocket.connect(to: server.url(path: "/drop?after=20"), configuration: configuration)
             for await _ in connection.messages {}
             #expect(connection.closeCode == .abnormalClosure)
-            if case .closed(code: .protocolError, _)? = connection.error {
+            if matching(connection.error, .protocolViolation) != nil {
                 Issue.record("a TLS drop was reported as a protocol error: \(String(describing: connection.error))")
             }
         }
@@ -100,7 +100,7 @@ struct TLSTests {
         try await withTestServer(tls: .init()) { server in
             let plain = "ws://" + server.url(path: "/echo").dropFirst("wss://".count)
             let error = await expectWebSocketError { _ = try await WebSocket.connect(to: plain) }
-            guard case .connectionFailed(let reason) = error else {
+            guard let reason = reason(of: error, ifCode: .connectionFailed) else {
                 Issue.record("expected connectionFailed, got \(String(describing: error))")
                 return
             }
@@ -116,7 +116,7 @@ struct TLSTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             }
-            guard case .tlsFailure(let reason) = error else {
+            guard let reason = reason(of: error, ifCode: .tlsFailure) else {
                 Issue.record("expected tlsFailure, got \(String(describing: error))")
                 return
             }
@@ -132,7 +132,7 @@ struct TLSTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             }
-            guard case .tlsFailure(let reason) = error else {
+            guard let reason = reason(of: error, ifCode: .tlsFailure) else {
                 Issue.record("expected tlsFailure, got \(String(describing: error))")
                 return
             }
@@ -161,7 +161,7 @@ struct TLSTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             }
-            guard case .invalidConfiguration(let reason) = error else {
+            guard let reason = reason(of: error, ifCode: .invalidConfiguration) else {
                 Issue.record("expected invalidConfiguration, got \(String(describing: error))")
                 return
             }

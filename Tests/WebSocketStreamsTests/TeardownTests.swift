@@ -169,7 +169,7 @@ struct TeardownTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/echo"), eventLoop: loop)
             }
-            guard case .connectionFailed = error else {
+            guard reason(of: error, ifCode: .connectionFailed) != nil else {
                 Issue.record("expected connectionFailed, got \(String(describing: error))")
                 return
             }

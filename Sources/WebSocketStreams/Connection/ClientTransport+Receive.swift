@@ -320,7 +320,7 @@ extension ClientTransport {
         closing.failing = true
         let error: WebSocketError = failure.code == .messageTooBig
             ? .messageTooLarge(limit: configuration.maxMessageSize)
-            : .closed(code: failure.code, reason: failure.reason)
+            : .protocolViolation(closeCode: failure.code, reason: failure.reason)
         let senders = connection.machine.withLock { machine in
             machine.failed(with: error, closeCode: failure.code, reason: failure.reason)
             return machine.takeParkedSendersIfClosing()

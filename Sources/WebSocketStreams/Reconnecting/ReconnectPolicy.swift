@@ -93,22 +93,20 @@ public struct ReconnectPolicy: Sendable, Hashable {
     ///     ``WebSocketError/closed(code:reason:)`` (or the error that ended it).
     ///   - uptime: How long the connection had been open; `nil` for a failed attempt.
     public func decision(for error: WebSocketError, uptime: Duration?) -> Decision {
-        switch error {
+        switch error.code {
         case .connectionFailed, .timedOut, .pongTimeout:
             return .retry(retryAfter: nil)
-        case .tlsFailure, .invalidURL, .invalidConfiguration, .messageTooLarge, .sendQueueFull:
-            return .fail
-        case .handshakeRejected(let status, let headers, _):
-            switch status {
+        case .handshakeRejected:
+            switch error.httpStatus ?? 0 {
             case 408, 429, 500...599:
-                return .retry(retryAfter: headers.value(named: "Retry-After").flatMap(Self.parseRetryAfter))
+                return .retry(retryAfter: error.header(named: "Retry-After").flatMap(Self.parseRetryAfter))
             default:
                 return .fail
             }
-        case .proxyRejected(let status, _):
-            return (500...599).contains(status) ? .retry(retryAfter: nil) : .fail
-        case .closed(let code, _):
-            switch code.rawValue {
+        case .proxyRejected:
+            return (500...599).contains(error.httpStatus ?? 0) ? .retry(retryAfter: nil) : .fail
+        case .closed:
+            switch error.closeCode?.rawValue ?? 1006 {
             case 1000:
                 return reconnectAfterNormalClosure ? .retry(retryAfter: nil) : .complete
             case 1002, 1003, 1007, 1008, 1009, 1010, 1015:
@@ -116,6 +114,10 @@ public struct ReconnectPolicy: Sendable, Hashable {
             default:
                 return .retry(retryAfter: nil)
             }
+        default:
+            // A protocol violation, a TLS or configuration failure, an oversized message, a
+            // full queue: retrying would fail the same way.
+            return .fail
         }
     }
 

@@ -30,3 +30,16 @@ func expectWebSocketError(
         return nil
     }
 }
+
+/// The reason of `error` when it has `code`, else `nil`: the tests' stand-in for matching
+/// an error kind and binding its reason.
+func reason(of error: WebSocketError?, ifCode code: WebSocketError.Code) -> String? {
+    guard let error, error.code == code else { return nil }
+    return error.reason ?? ""
+}
+
+/// `error` when it has `code`, else `nil`: the tests' stand-in for matching an error kind.
+func matching(_ error: WebSocketError?, _ code: WebSocketError.Code) -> WebSocketError? {
+    guard let error, error.code == code else { return nil }
+    return error
+}

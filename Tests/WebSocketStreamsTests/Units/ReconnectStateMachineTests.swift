@@ -38,6 +38,7 @@ struct ReconnectPolicyTests {
         (.invalidURL("x"), "fail"),
         (.closed(code: .policyViolation, reason: ""), "fail"),
         (.closed(code: .protocolError, reason: ""), "fail"),
+        (.protocolViolation(closeCode: .protocolError, reason: "a frame has RSV2 set"), "fail"),
         (.closed(code: .unsupportedData, reason: ""), "fail"),
         (.closed(code: .invalidFramePayloadData, reason: ""), "fail"),
         (.closed(code: .messageTooBig, reason: ""), "fail"),

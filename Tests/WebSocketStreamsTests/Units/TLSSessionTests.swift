@@ -148,8 +148,8 @@ private func trusting(_ certificates: TestCertificates) -> WebSocketConfiguratio
 
 /// The failure text of a handshake expected to fail, or nil when it did not fail.
 private func failureText(_ step: TLSSession.HandshakeStep) -> String? {
-    guard case .failed(let error) = step, case .tlsFailure(let text) = error else { return nil }
-    return text
+    guard case .failed(let error) = step else { return nil }
+    return reason(of: error, ifCode: .tlsFailure)
 }
 
 private func isDone(_ step: TLSSession.HandshakeStep) -> Bool {
@@ -467,7 +467,7 @@ struct TLSSessionTests {
         #expect {
             _ = try TLSClientContext.shared(for: wrongKey)
         } throws: { error in
-            guard case WebSocketError.tlsFailure(let text) = error else { return false }
+            guard let text = reason(of: error as? WebSocketError, ifCode: .tlsFailure) else { return false }
             return text == "the client certificate or key could not be loaded: '\(certificates.serverKeyFile)': key values mismatch"
         }
 
@@ -477,7 +477,7 @@ struct TLSSessionTests {
         #expect {
             _ = try TLSClientContext.shared(for: missingCertificate)
         } throws: { error in
-            guard case WebSocketError.tlsFailure(let text) = error else { return false }
+            guard let text = reason(of: error as? WebSocketError, ifCode: .tlsFailure) else { return false }
             return text.hasPrefix("the client certificate or key could not be loaded: '\(certificates.directory)/none.pem': ")
         }
         #expect(ERR_peek_error() == 0)

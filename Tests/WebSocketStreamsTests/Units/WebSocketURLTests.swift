@@ -40,12 +40,12 @@ struct WebSocketURLTests {
         ("ftp://host/", "scheme"), ("ws://:80/", "host"), ("ws://host:99999/", "port"),
         ("ws://host/#top", "fragment"), ("ws://ho st/", "space"), ("host/path", "expected"),
     ])
-    func rejections(url: String, reason: String) {
+    func rejections(url: String, reason expected: String) {
         #expect {
             _ = try WebSocketURL(parsing: url)
         } throws: { error in
-            guard case WebSocketError.invalidURL(let text) = error else { return false }
-            return text.contains(reason)
+            guard let text = reason(of: error as? WebSocketError, ifCode: .invalidURL) else { return false }
+            return text.contains(expected)
         }
     }
 }

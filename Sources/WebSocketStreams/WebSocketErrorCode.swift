@@ -1,0 +1,51 @@
+extension WebSocketError {
+    /// The kind of a ``WebSocketError``.
+    ///
+    /// New kinds may be added in later versions: when you switch over codes, keep a
+    /// `default` branch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: String, Hashable, Sendable {
+            case invalidURL, connectionFailed, timedOut, tlsFailure, handshakeRejected, proxyRejected
+            case closed, protocolViolation, messageTooLarge, pongTimeout, invalidConfiguration, sendQueueFull
+        }
+
+        private let kind: Kind
+
+        private init(_ kind: Kind) {
+            self.kind = kind
+        }
+
+        /// The URL cannot be used. Context: ``WebSocketError/reason``.
+        public static let invalidURL = Code(.invalidURL)
+        /// No connection could be made, or an open one was lost without a close frame.
+        /// Context: ``WebSocketError/reason``.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// The opening handshake did not finish within ``WebSocketConfiguration/connectTimeout``.
+        public static let timedOut = Code(.timedOut)
+        /// TLS failed (certificate, handshake). Context: ``WebSocketError/reason`` (OpenSSL's).
+        public static let tlsFailure = Code(.tlsFailure)
+        /// The server refused the upgrade. Context: ``WebSocketError/httpStatus``,
+        /// ``WebSocketError/headers``, ``WebSocketError/body``.
+        public static let handshakeRejected = Code(.handshakeRejected)
+        /// The HTTP proxy refused the tunnel. Context: ``WebSocketError/httpStatus``,
+        /// ``WebSocketError/headers``.
+        public static let proxyRejected = Code(.proxyRejected)
+        /// The connection is closed or closing. Context: ``WebSocketError/closeCode``,
+        /// ``WebSocketError/closeReason``.
+        public static let closed = Code(.closed)
+        /// The peer broke the protocol and this side failed the connection. Context:
+        /// ``WebSocketError/closeCode`` (1002 or 1007), ``WebSocketError/reason``.
+        public static let protocolViolation = Code(.protocolViolation)
+        /// A received message exceeded ``WebSocketConfiguration/maxMessageSize`` (closed with 1009).
+        public static let messageTooLarge = Code(.messageTooLarge)
+        /// The peer stopped answering keep-alive pings.
+        public static let pongTimeout = Code(.pongTimeout)
+        /// The configuration cannot be used. Context: ``WebSocketError/reason``.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// A ``ReconnectingWebSocket``'s send queue is full. Context: ``WebSocketError/reason``.
+        public static let sendQueueFull = Code(.sendQueueFull)
+
+        /// The code's name, e.g. `handshakeRejected`.
+        public var description: String { kind.rawValue }
+    }
+}
