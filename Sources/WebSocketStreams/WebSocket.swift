@@ -116,6 +116,19 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.termination?.code }
     }
 
+    /// How the connection ended, as one value (who started the end, code, reason, error,
+    /// unsent messages); `nil` while it is open. The same facts as ``closeCode``,
+    /// ``closeReason``, ``error`` and ``unsentMessages``, plus who closed.
+    public var ending: WebSocketEnding? {
+        connection.machine.withLock { machine in
+            machine.termination.map { termination in
+                WebSocketEnding(
+                    initiator: termination.initiator, closeCode: termination.code, closeReason: termination.reason,
+                    error: termination.error, unsentMessages: machine.unsentMessages)
+            }
+        }
+    }
+
     /// The reason text that came with ``closeCode`` (empty when none).
     public var closeReason: String {
         connection.machine.withLock { $0.termination?.reason ?? "" }

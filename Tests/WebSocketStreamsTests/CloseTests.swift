@@ -75,4 +75,34 @@ struct CloseTests {
             #expect(connection.closeCode == 4000 || connection.closeCode == 4001)
         }
     }
+
+    @Test("ending says who closed: the peer, this side, or nobody (connection lost)")
+    func endingSaysWhoClosed() async throws {
+        try await withTestServer { server in
+            let byPeer = try await WebSocket.connect(to: server.url(path: "/close?code=4001&reason=bye&after=20"))
+            #expect(byPeer.ending == nil, "open: no ending yet")
+            for await _ in byPeer.messages {}
+            #expect(byPeer.ending == WebSocketEnding(
+                initiator: .peer, closeCode: 4001, closeReason: "bye", error: nil, unsentMessages: []))
+
+            let byUs = try await WebSocket.connect(to: server.url(path: "/echo"))
+            await byUs.close(code: .normalClosure, reason: "done")
+            #expect(byUs.ending?.initiator == .local)
+            #expect(byUs.ending?.closeCode == .normalClosure)
+            #expect(byUs.ending?.closeReason == "done")
+            #expect(byUs.ending?.error == nil)
+
+            let lost = try await WebSocket.connect(to: server.url(path: "/drop?after=20"))
+            for await _ in lost.messages {}
+            #expect(lost.ending?.initiator == .connectionLost)
+            #expect(lost.ending?.closeCode == .abnormalClosure)
+            #expect(lost.ending?.error?.code == .connectionFailed)
+
+            let violated = try await WebSocket.connect(to: server.url(path: "/hostile/masked"))
+            for await _ in violated.messages {}
+            #expect(violated.ending?.initiator == .local, "this side failed the connection")
+            #expect(violated.ending?.error?.code == .protocolViolation)
+            #expect(violated.ending?.closeCode == .protocolError)
+        }
+    }
 }

@@ -46,7 +46,12 @@ struct ConnectionStateMachine {
         var code: WebSocketCloseCode
         var reason: String
         var error: WebSocketError?
+        var initiator: WebSocketEnding.Initiator
     }
+
+    /// Who started the end: the first of a close frame taken for writing (or a failure) on
+    /// this side and the peer's close frame.
+    private var closeInitiator: WebSocketEnding.Initiator?
 
     private(set) var phase: Phase = .connecting
     private var connectWaiter: ConnectWaiter?
@@ -231,6 +236,7 @@ struct ConnectionStateMachine {
         outbound.take(budget: budget, into: &batch.messages, admitted: &batch.admitted)
         if outbound.isEmpty, let localClose, !localCloseTaken {
             localCloseTaken = true
+            if closeInitiator == nil { closeInitiator = .local }
             batch.close = localClose
         }
     }
@@ -465,6 +471,7 @@ struct ConnectionStateMachine {
     /// The peer sent a close frame (lws answers it).
     mutating func peerClosed(code: WebSocketCloseCode, reason: String) {
         peerClose = (code, reason)
+        if closeInitiator == nil { closeInitiator = .peer }
         if phase == .open { phase = .closing }
     }
 
@@ -472,6 +479,7 @@ struct ConnectionStateMachine {
     /// invalid data); `closeCode` is what we send, or nil when the socket is just dropped.
     mutating func failed(with error: WebSocketError, closeCode: WebSocketCloseCode?, reason: String = "") {
         if pendingError == nil { pendingError = error }
+        if closeInitiator == nil { closeInitiator = .local }
         if let closeCode, phase == .open || phase == .closing, !localCloseTaken {
             localClose = (closeCode, reason)
             localCloseTaken = true
@@ -486,6 +494,7 @@ struct ConnectionStateMachine {
         pendingError = .closed(code: code, reason: reason)
         localClose = (code, reason)
         localCloseTaken = true
+        if closeInitiator == nil { closeInitiator = .local }
         return true
     }
 
@@ -571,7 +580,8 @@ struct ConnectionStateMachine {
             (code, reason) = (.abnormalClosure, "")
             if pendingError == nil { pendingError = abnormalEnd }
         }
-        termination = Termination(code: code, reason: reason, error: pendingError)
+        termination = Termination(
+            code: code, reason: reason, error: pendingError, initiator: closeInitiator ?? .connectionLost)
         finale.error = pendingError ?? .closed(code: code, reason: reason)
         if wasConnecting {
             finale.connectWaiter = connectWaiter
