@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "WebSocketStreams", targets: ["WebSocketStreams"]),
         .library(name: "TaskLifetimes", targets: ["TaskLifetimes"]),
         .library(name: "WebSocketTestServer", targets: ["WebSocketTestServer"]),
+        .library(name: "WebSocketServiceLifecycle", targets: ["WebSocketServiceLifecycle"]),
         .executable(name: "TestServer", targets: ["TestServer"]),
         .executable(name: "wsdump", targets: ["wsdump"]),
         .executable(name: "wsbench", targets: ["wsbench"]),
@@ -23,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -47,6 +49,27 @@ let package = Package(
         .target(
             name: "TaskLifetimes",
             dependencies: ["SynchronizationSupport"],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .target(
+            name: "WebSocketServiceLifecycle",
+            dependencies: [
+                "WebSocketStreams",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .executableTarget(
+            name: "WebSocketServiceExample",
+            dependencies: [
+                "WebSocketServiceLifecycle",
+                "WebSocketStreams",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/WebSocketServiceExample",
             swiftSettings: sharedSwiftSettings
         ),
         .executableTarget(
@@ -133,6 +156,17 @@ let package = Package(
         .testTarget(
             name: "WSBenchTests",
             dependencies: ["wsbench", "BenchmarkKit", "WebSocketTestServer"],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
+            name: "WebSocketServiceLifecycleTests",
+            dependencies: [
+                "WebSocketServiceLifecycle", "WebSocketServiceExample", "WebSocketStreams", "WebSocketTestServer",
+                "SynchronizationSupport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(

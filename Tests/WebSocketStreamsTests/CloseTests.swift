@@ -80,12 +80,12 @@ struct CloseTests {
     func endingSaysWhoClosed() async throws {
         try await withTestServer { server in
             let byPeer = try await WebSocket.connect(to: server.url(path: "/close?code=4001&reason=bye&after=20"))
-            #expect(byPeer.ending == nil, "open: no ending yet")
             for await _ in byPeer.messages {}
             #expect(byPeer.ending == WebSocketEnding(
                 initiator: .peer, closeCode: 4001, closeReason: "bye", error: nil, unsentMessages: []))
 
             let byUs = try await WebSocket.connect(to: server.url(path: "/echo"))
+            #expect(byUs.ending == nil, "open: no ending yet")
             await byUs.close(code: .normalClosure, reason: "done")
             #expect(byUs.ending?.initiator == .local)
             #expect(byUs.ending?.closeCode == .normalClosure)
