@@ -139,7 +139,7 @@ public final class WebSocket: Sendable {
     /// connection lost without a close frame (1006), how it was lost, as
     /// ``WebSocketError/connectionFailed(_:)``: a reset, a TCP close, a TLS close_notify, or
     /// a TLS stream cut inside a record. `nil` for a connection closed by a close
-    /// handshake, or closed by this side (see ``closeCode``).
+    /// handshake, or by ``close(code:reason:)`` (see ``closeCode``).
     public var error: WebSocketError? {
         connection.machine.withLock { $0.termination?.error }
     }

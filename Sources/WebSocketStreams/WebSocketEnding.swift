@@ -15,11 +15,13 @@
 public struct WebSocketEnding: Sendable, Hashable {
     /// Who started the end of the connection.
     public enum Initiator: Sendable, Hashable {
-        /// This side: ``WebSocket/close(code:reason:)``, the end of the stream's iteration,
-        /// or a failure this side detected (a protocol violation, a message too large, a
-        /// missing pong).
+        /// This side: its close frame went out before any from the peer
+        /// (``WebSocket/close(code:reason:)``, the end of the stream's iteration), it failed
+        /// the connection (a protocol violation, a message too large, a missing pong), or it
+        /// dropped a close that could not finish.
         case local
-        /// The peer sent a close frame first.
+        /// The peer's close frame came first (also when this side had asked to close but its
+        /// frame was still queued behind messages).
         case peer
         /// Neither: the connection was lost without a close frame (1006).
         case connectionLost

@@ -172,6 +172,7 @@ extension ClientTransport {
     /// A write failed: the socket is going (the peer reset it or vanished).
     private func writeFailed(_ connection: ClientConnection, reason: String) {
         connection.logger.debug("write failed (\(reason)); dropping the connection")
+        noteAbnormalEnd(.connectionFailed("write failed: \(reason) (\(target.description))"))
         requestDrop()
     }
 

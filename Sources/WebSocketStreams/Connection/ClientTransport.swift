@@ -316,7 +316,9 @@ final class ClientTransport: @unchecked Sendable {
         if let failure = socket?.pendingErrorDescription() {
             return .connectionFailed("\(failure) (\(target.description)) without a close frame")
         }
-        if let tls, tls.holdsUnfinishedInput {
+        // While reading is paused, ciphertext waits in TLS on purpose; only an unpaused
+        // connection's leftovers are a record cut short.
+        if let tls, !readingPaused, tls.holdsUnfinishedInput {
             // A connection failure, not a TLS one: the session was fine, the stream was cut
             // (and ReconnectingWebSocket retries it, as any dropped connection).
             return .connectionFailed("the connection ended inside a TLS record: the stream from \(url.hostHeader) was truncated")

@@ -578,10 +578,12 @@ struct ConnectionStateMachine {
             (code, reason) = localClose
         } else {
             (code, reason) = (.abnormalClosure, "")
-            if pendingError == nil { pendingError = abnormalEnd }
+            // Lost, unless this side had asked to close (its close frame never got out, and
+            // the socket was dropped after the close timeout or a loop shutdown).
+            if pendingError == nil, localClose == nil { pendingError = abnormalEnd }
         }
-        termination = Termination(
-            code: code, reason: reason, error: pendingError, initiator: closeInitiator ?? .connectionLost)
+        let initiator = closeInitiator ?? (localClose != nil ? .local : .connectionLost)
+        termination = Termination(code: code, reason: reason, error: pendingError, initiator: initiator)
         finale.error = pendingError ?? .closed(code: code, reason: reason)
         if wasConnecting {
             finale.connectWaiter = connectWaiter

@@ -20,7 +20,9 @@ import Darwin
 /// back the charge it did not use.
 ///
 /// Trade-off: a kept message keeps its whole block (at most `blockSize` bytes) alive,
-/// which is why only payloads up to `largestPayload` bytes come from here.
+/// which is why only payloads up to `largestPayload` bytes come from here, only while the
+/// assembler reads a large chunk (a burst: ``worthwhileChunk``), and the block is retired
+/// at the end of every chunk, so an idle connection holds none.
 ///
 /// Owned by one ``MessageAssembler``, so only the service thread calls ``data(copying:)``.
 final class PayloadArena {
@@ -30,6 +32,11 @@ final class PayloadArena {
     static let largestPayload = 512
     /// Payloads at most this long fit a `Data`'s inline storage and need no block.
     static let largestInlinePayload = 14
+    /// The smallest chunk of input worth a block: smaller reads carry a few messages at most.
+    static let worthwhileChunk = 4096
+
+    /// Whether payloads go into blocks (set per chunk of input by the assembler).
+    var isEnabled = false
     /// Where payloads start in a block (after the header holding the reference count).
     private static let headerSize = 64
     /// The most payloads one block can hold (every one longer than `largestInlinePayload`).
@@ -45,7 +52,9 @@ final class PayloadArena {
 
     /// A `Data` holding a copy of `bytes`.
     func data(copying bytes: UnsafeRawBufferPointer) -> Data {
-        guard bytes.count > Self.largestInlinePayload, bytes.count <= Self.largestPayload else { return Data(bytes) }
+        guard isEnabled, bytes.count > Self.largestInlinePayload, bytes.count <= Self.largestPayload else {
+            return Data(bytes)
+        }
         if block == nil || used + bytes.count > Self.blockSize || handedOut == Self.payloadsPerBlock {
             retire()
             guard startBlock() else { return Data(bytes) }
@@ -69,8 +78,9 @@ final class PayloadArena {
         return true
     }
 
-    /// Gives back the current block's unused charge and the arena's own reference.
-    private func retire() {
+    /// Gives back the current block's unused charge and the arena's own reference: the
+    /// block is freed once its last payload is.
+    func retire() {
         guard let block else { return }
         self.block = nil
         Self.giveBack(Self.payloadsPerBlock + 1 - handedOut, ofBlockAt: block)

@@ -23,6 +23,7 @@ package func serviceThreadCallback(
     let thread = Unmanaged<ServiceThread>.fromOpaque(contextUser).takeUnretainedValue()
     if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED {
         // The wake-up only ends the poll; the loop runs the inbox after this pass.
+        thread.noteWakeUp()
         return 0
     }
     return thread.delegate.handleCallback(wsi: wsi, reason: reason, user: user, input: input, length: length)

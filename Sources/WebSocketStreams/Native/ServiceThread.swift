@@ -159,6 +159,13 @@ package final class ServiceThread: TaskExecutor {
 
     /// Whether the caller is a job this thread runs (a task that prefers it), between
     /// lws passes: work for the loop can then be done on the spot instead of posted.
+    /// Notes that another thread's wake-up ended the poll (service thread, from the callback).
+    func noteWakeUp() {
+        #if DEBUG
+        spare.wokenUp = true
+        #endif
+    }
+
     /// Debug builds: how many `lws_service` passes made no progress right behind another
     /// one that made none (a loop spinning instead of waiting). Always 0 in release builds.
     package var spinningPasses: Int { spinCount.load(ordering: .relaxed) }
@@ -321,11 +328,14 @@ package final class ServiceThread: TaskExecutor {
             }
             delegate.serviceTurnEnded()
             #if DEBUG
-            let progress = delegate.takePassProgress() || spare.ranWork
+            // A pass another thread woke is not the loop spinning on its own: a wake-up decided
+            // under the inbox lock and made after it can arrive once its work already ran.
+            let progress = delegate.takePassProgress() || spare.ranWork || spare.wokenUp
             spare.ranWork = false
+            spare.wokenUp = false
             if spinWatch.passEnded(madeProgress: progress, at: .now) {
                 if spinCount.add(1, ordering: .relaxed).newValue == 1 {
-                    delegate.log(level: 1, line: "\(name): an lws pass made no progress right after another that made none (the loop is spinning)")
+                    delegate.log(level: 1, line: "\(name): lws passes keep making no progress back to back (the loop is spinning)")
                 }
             }
             #endif
@@ -372,6 +382,9 @@ private final class ServiceThreadBuffers: @unchecked Sendable {
     var runningJobs = false
     /// Set when `runInbox` ran something since the loop last looked (debug builds).
     var ranWork = false
+    /// Set when another thread's wake-up ended the poll since the loop last looked (debug
+    /// builds): such a pass was asked for, even if its work already ran.
+    var wokenUp = false
 }
 
 /// The lws context pointer as the inbox keeps it, so other threads can wake the loop.

@@ -239,7 +239,10 @@ final class TLSSession {
     /// Whether OpenSSL holds bytes of a record it has not finished (or finished and not
     /// handed out), or ciphertext waits in the read BIO: at the end of the stream, a
     /// truncated record.
-    var holdsUnfinishedInput: Bool { SSL_has_pending(ssl) == 1 || BIO_ctrl_pending(readBIO) > 0 }
+    /// (Decrypted bytes waiting to be read are not that: they are a whole record.)
+    var holdsUnfinishedInput: Bool {
+        BIO_ctrl_pending(readBIO) > 0 || (SSL_has_pending(ssl) == 1 && SSL_pending(ssl) == 0)
+    }
 
     /// Whether received ciphertext waits in the read BIO, not yet looked at by OpenSSL.
     var hasUnprocessedCiphertext: Bool { BIO_ctrl_pending(readBIO) > 0 }

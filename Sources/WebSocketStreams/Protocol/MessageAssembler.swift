@@ -71,6 +71,8 @@ struct MessageAssembler {
         _ bytes: UnsafeRawBufferPointer, into events: inout [InboundEvent], messageLimit: Int, byteLimit: Int
     ) -> Int {
         guard !isFinished else { return bytes.count }
+        arena.isEnabled = bytes.count >= PayloadArena.worthwhileChunk
+        defer { arena.retire() }
         var messages = 0
         var messageBytes = 0
         var input = bytes

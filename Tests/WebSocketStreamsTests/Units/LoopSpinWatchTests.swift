@@ -19,12 +19,20 @@ struct LoopSpinWatchTests {
         #expect(watch.spinningPasses == 0)
     }
 
-    @Test("empty passes back to back are counted, each one after the first")
+    @Test("two empty passes together are tolerated (lws's own timers); every one after them is counted")
     func backToBack() {
         var watch = LoopSpinWatch()
-        let result = spins([(false, 0), (false, 5), (false, 10)], watch: &watch)
-        #expect(result == [false, true, true])
+        let result = spins([(false, 0), (false, 5), (false, 10), (false, 15)], watch: &watch)
+        #expect(result == [false, false, true, true])
         #expect(watch.spinningPasses == 2)
+    }
+
+    @Test("progress or a pause ends a streak")
+    func streakEnds() {
+        var watch = LoopSpinWatch()
+        let result = spins([(false, 0), (false, 5), (true, 10), (false, 15), (false, 20), (false, 5_000), (false, 5_005)], watch: &watch)
+        #expect(result == [false, false, false, false, false, false, false])
+        #expect(watch.spinningPasses == 0)
     }
 
     @Test("empty passes far apart (an idle loop woken by a timer) are not a spin")

@@ -13,6 +13,7 @@ struct PayloadArenaTests {
     @Test("payloads across many blocks keep their bytes, released in any order on any thread")
     func contentsSurviveReleaseFromOtherThreads() async {
         let arena = PayloadArena()
+        arena.isEnabled = true
         let sizes = [15, 16, 100, 128, 511, 512]
         // About 3,000 messages: several blocks, each retired while messages still hold it.
         var messages: [(index: Int, data: Data)] = []
@@ -41,6 +42,7 @@ struct PayloadArenaTests {
     @Test("a payload from a block behaves as any Data: zero-based, mutable, growable without touching its neighbours")
     func behavesAsData() {
         let arena = PayloadArena()
+        arena.isEnabled = true
         var first = [UInt8](repeating: 1, count: 64).withUnsafeBytes { arena.data(copying: $0) }
         let second = [UInt8](repeating: 2, count: 64).withUnsafeBytes { arena.data(copying: $0) }
         #expect(first.startIndex == 0)
@@ -58,6 +60,7 @@ struct PayloadArenaTests {
     @Test("payloads too short or too long for a block are ordinary Data")
     func sizesOutsideTheBlocks() {
         let arena = PayloadArena()
+        arena.isEnabled = true
         for count in [0, 1, 14, 513, 4096] {
             let bytes = Self.payload(count, count: count)
             let data = bytes.withUnsafeBytes { arena.data(copying: $0) }
