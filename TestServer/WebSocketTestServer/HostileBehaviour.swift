@@ -152,15 +152,16 @@ public enum HostileBehaviour: Sendable, Equatable {
     }
 }
 
-/// A small, fast, seeded generator (SplitMix64), so hostile byte streams are reproducible.
-struct SplitMix64: RandomNumberGenerator {
+/// A small, fast, seeded generator (SplitMix64), so hostile byte streams (and the
+/// package's randomized tests) are reproducible.
+package struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    package init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var value = state
         value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9

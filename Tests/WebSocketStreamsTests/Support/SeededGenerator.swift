@@ -1,13 +1,12 @@
-/// A small, fast, seeded generator (SplitMix64), so randomized tests repeat exactly.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
+import WebSocketTestServer
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
+/// The tests' seeded generator: the test server's SplitMix64, so randomized tests repeat exactly.
+typealias SeededGenerator = SplitMix64
+
+extension SplitMix64 {
+    /// A generator seeded with `state`.
+    init(state: UInt64) {
+        self.init(seed: state)
     }
 
     /// A number in `0..<bound` (`bound` > 0); the slight bias does not matter here.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Testing
 @testable import WebSocketStreams
+import WebSocketTestServer
 
 // MARK: - Helpers
 

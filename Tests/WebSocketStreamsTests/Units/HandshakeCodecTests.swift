@@ -1,5 +1,6 @@
 import Testing
 @testable import WebSocketStreams
+import WebSocketTestServer
 
 /// What one call of ``HTTPResponseParser/parse(_:)`` produced, comparable in expectations.
 private enum ParseOutcome: Equatable {

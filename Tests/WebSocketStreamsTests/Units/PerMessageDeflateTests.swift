@@ -1,5 +1,6 @@
 import Testing
 @testable import WebSocketStreams
+import WebSocketTestServer
 
 
 /// Compresses one message into a fresh buffer.
