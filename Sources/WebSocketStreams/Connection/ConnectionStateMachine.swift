@@ -487,17 +487,6 @@ struct ConnectionStateMachine {
         if phase == .open { phase = .closing }
     }
 
-    /// libwebsockets failed the connection with `code` (e.g. 1002 for a frame that breaks
-    /// the protocol) while neither side had closed. Returns whether that was the case.
-    mutating func failedByLibrary(code: WebSocketCloseCode, reason: String) -> Bool {
-        guard peerClose == nil, !localCloseTaken, pendingError == nil, phase == .open else { return false }
-        pendingError = .closed(code: code, reason: reason)
-        localClose = (code, reason)
-        localCloseTaken = true
-        if closeInitiator == nil { closeInitiator = .local }
-        return true
-    }
-
     // MARK: - Pings
 
     enum PingAction {

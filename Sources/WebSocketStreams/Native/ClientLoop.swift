@@ -85,12 +85,16 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         currentConnection = connection
         defer { currentConnection = nil }
         guard let event = RawSocket.Event(reason: reason, input: input, length: length) else { return 0 }
+        #if DEBUG
         let sentBefore = connection.transport.bytesSentToSocket
+        #endif
         let result: Int32 = connection.transport.handle(connection, event, socket: RawSocket(wsi: wsi), loop: self) ? -1 : 0
+        #if DEBUG
+        // The spin check (debug builds only): progress only if the callback wrote or ended
+        // something; a writable or timer callback that does neither and comes again at once
+        // is a busy loop.
         switch event {
         case .writable, .timer:
-            // Progress only if it wrote or ended something: a writable or timer callback that
-            // does neither and comes again at once is a busy loop.
             if connection.transport.bytesSentToSocket != sentBefore || result != 0 || connection.transport.hasEnded {
                 passProgress = true
             }
@@ -99,6 +103,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         default:
             passProgress = true
         }
+        #endif
         if reason == LWS_CALLBACK_WSI_DESTROY {
             lws_set_opaque_user_data(wsi, nil)
             release(connection)
