@@ -32,11 +32,14 @@ extension WebSocket {
 
         let proxy = try configuration.proxy.map(HTTPProxy.init(parsing:))
         var target: ConnectTarget
-        if let proxy {
+        if let path = parsed.unixSocketPath {
+            target = ConnectTarget(endpoint: .unix(path: path))
+        } else if let proxy {
             // The proxy resolves the target; the socket goes to the proxy.
-            target = ConnectTarget(address: try await resolve(proxy.host, by: deadline), port: proxy.port, proxy: proxy)
+            target = ConnectTarget(
+                endpoint: .tcp(address: try await resolve(proxy.host, by: deadline), port: proxy.port), proxy: proxy)
         } else {
-            target = ConnectTarget(address: try await resolve(parsed.host, by: deadline), port: parsed.port)
+            target = ConnectTarget(endpoint: .tcp(address: try await resolve(parsed.host, by: deadline), port: parsed.port))
         }
         if parsed.isSecure {
             // Building a TLS context can take a few hundred milliseconds (the system CAs):

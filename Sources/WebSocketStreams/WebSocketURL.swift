@@ -1,6 +1,7 @@
 import FoundationEssentials
 
-/// A parsed `ws://` or `wss://` URL (RFC 6455 section 3).
+/// A parsed `ws://` or `wss://` URL (RFC 6455 section 3), or a `ws+unix:` /
+/// `wss+unix:` URL naming a Unix domain socket.
 ///
 /// Parsing is strict and every rejection says why: schemes other than `ws`/`wss`, a
 /// missing host, a bad port, a fragment (not allowed in WebSocket URLs), spaces or
@@ -9,6 +10,11 @@ import FoundationEssentials
 ///
 /// IPv6 and IPv4 literals work for `ws://` and `wss://` (a certificate must then carry the
 /// address as an IP subject alternative name).
+///
+/// Unix domain sockets use the form of node's `ws` package:
+/// `ws+unix:///run/daemon.sock:/path?query` (the socket's path, then `:` and the request
+/// path; without `:` the request path is `/`). Such a URL's host is `localhost`: it is what
+/// `Host` carries and, for `wss+unix:`, the name the server's certificate must have.
 package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     /// `true` for `wss`.
     package var isSecure: Bool
@@ -20,19 +26,23 @@ package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     package var pathAndQuery: String
     /// `user:password` from the URL, if any.
     package var userInfo: String?
+    /// The Unix domain socket to connect to (`ws+unix:` and `wss+unix:`), or `nil` for TCP.
+    package var unixSocketPath: String?
 
     /// Whether ``host`` is an IPv6 literal.
     package var isIPv6Literal: Bool { host.contains(":") }
 
     /// The `Host` header value: the host (bracketed if IPv6), with the port when not the default.
     package var hostHeader: String {
+        if unixSocketPath != nil { return host }
         let bracketed = isIPv6Literal ? "[\(host)]" : host
         return port == (isSecure ? 443 : 80) ? bracketed : "\(bracketed):\(port)"
     }
 
     /// The URL written back out, without user info.
     package var description: String {
-        "\(isSecure ? "wss" : "ws")://\(hostHeader)\(pathAndQuery)"
+        if let unixSocketPath { return "\(isSecure ? "wss" : "ws")+unix://\(unixSocketPath):\(pathAndQuery)" }
+        return "\(isSecure ? "wss" : "ws")://\(hostHeader)\(pathAndQuery)"
     }
 
     /// Parses `string`, throwing ``WebSocketError/invalidURL(_:)`` with the reason.
@@ -42,6 +52,10 @@ package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         if let bad = string.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
             throw invalid(bad == " " ? "it contains a space" : "it contains a control character")
         }
+        if let unixURL = try Self.parseUnixSocketURL(string) {
+            self = unixURL
+            return
+        }
         guard let schemeEnd = string.firstRange(of: "://") else {
             throw invalid("expected ws://host/path or wss://host/path")
         }
@@ -49,7 +63,7 @@ package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         switch scheme {
         case "ws": isSecure = false
         case "wss": isSecure = true
-        default: throw invalid("the scheme must be ws or wss, not '\(scheme)'")
+        default: throw invalid("the scheme must be ws, wss, ws+unix or wss+unix, not '\(scheme)'")
         }
         let rest = string[schemeEnd.upperBound...]
         if rest.contains("#") { throw invalid("WebSocket URLs may not have a fragment (#...)") }
@@ -96,6 +110,49 @@ package struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         } else {
             port = isSecure ? 443 : 80
         }
+    }
+
+    private init(unixSocketPath: String, isSecure: Bool, pathAndQuery: String) {
+        self.isSecure = isSecure
+        host = "localhost"
+        port = isSecure ? 443 : 80
+        self.pathAndQuery = pathAndQuery
+        self.unixSocketPath = unixSocketPath
+    }
+
+    /// `ws+unix:` and `wss+unix:` URLs (`nil` for any other scheme).
+    private static func parseUnixSocketURL(_ string: String) throws(WebSocketError) -> WebSocketURL? {
+        guard let colon = string.firstIndex(of: ":") else { return nil }
+        let isSecure: Bool
+        switch string[..<colon].lowercased() {
+        case "ws+unix": isSecure = false
+        case "wss+unix": isSecure = true
+        default: return nil
+        }
+        var rest = string[string.index(after: colon)...]
+        if rest.hasPrefix("//") { rest = rest.dropFirst(2) }
+        if rest.contains("#") { throw .invalidURL("'\(string)': WebSocket URLs may not have a fragment (#...)") }
+        let socketPath: Substring
+        var request: Substring = "/"
+        if let separator = rest.firstIndex(of: ":") {
+            socketPath = rest[..<separator]
+            request = rest[rest.index(after: separator)...]
+            if request.isEmpty { request = "/" }
+            if request.first == "?" { request = "/" + request }
+            guard request.first == "/" else {
+                throw .invalidURL("'\(string)': the request path after the socket's path must start with '/'")
+            }
+        } else {
+            socketPath = rest
+        }
+        guard !socketPath.isEmpty else {
+            throw .invalidURL("'\(string)': the socket's path is missing, e.g. ws+unix:///run/app.sock:/path")
+        }
+        // sun_path holds 107 bytes and a terminating NUL.
+        guard socketPath.utf8.count < 108 else {
+            throw .invalidURL("'\(string)': a Unix socket path is at most 107 bytes long")
+        }
+        return WebSocketURL(unixSocketPath: String(socketPath), isSecure: isSecure, pathAndQuery: String(request))
     }
 
     /// The `Authorization: Basic ...` value for ``userInfo``.

@@ -17,6 +17,8 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         var certificates: TestCertificates?
         var recordTexts: Bool
         var logger: Logger
+        /// A Unix domain socket to listen on as well (`ws+unix:` URLs), or `nil`.
+        var unixSocketPath: String? = nil
     }
 
     /// lws's server frame parser corrupts compressed input when permessage-deflate has to
@@ -63,16 +65,22 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     /// The listen address as C text: lws keeps the pointer in the vhost, so it must live
     /// as long as the context, not just through `makeContext`.
     private let interface: UnsafeMutablePointer<CChar>
+    /// The Unix socket's path as C text, kept for the same reason.
+    private let unixInterface: UnsafeMutablePointer<CChar>?
+    /// Whether the Unix domain socket listener was created (service thread, before `start` returns).
+    private(set) var listensOnUnixSocket = false
 
     init(settings: Settings, recorder: ServerRecorder) {
         self.settings = settings
         self.recorder = recorder
         pushBuffer = .allocate(byteCount: ServerConnection.headroom + Self.pushCapacity, alignment: 16)
         interface = strdup(settings.host)
+        unixInterface = settings.unixSocketPath.map { strdup($0) }
     }
 
     deinit {
         free(interface)
+        free(unixInterface)
         pushBuffer.deallocate()
     }
 
@@ -98,7 +106,18 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
                 withOptionalCString(settings.certificates?.serverKeyFile) { key in
                     info.ssl_cert_filepath = certificate
                     info.ssl_private_key_filepath = key
-                    return LWSContextFactory.makeContext(&info)
+                    guard let made = LWSContextFactory.makeContext(&info) else { return nil }
+                    if let unixInterface {
+                        // A second vhost on the same context and protocols, listening on
+                        // the Unix socket (lws replaces a stale socket file).
+                        var unixInfo = info
+                        unixInfo.port = 0
+                        unixInfo.options |= UInt64(LWS_SERVER_OPTION_UNIX_SOCK)
+                        unixInfo.iface = UnsafePointer(unixInterface)
+                        unixInfo.vhost_name = LWSStatics.serverUnixVhostName
+                        listensOnUnixSocket = lws_create_vhost(made.context, &unixInfo) != nil
+                    }
+                    return made
                 }
             }
         guard let (created, vhost) = created else { return nil }

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import WebSocketStreams
 
@@ -65,6 +66,9 @@ public final class TestServer: Sendable {
     public let host: String
     /// The port the server listens on (chosen by the system when started with port 0).
     public let port: Int
+    /// The Unix domain socket the server also listens on (see ``unixSocketURL(path:)``), or
+    /// `nil` when started without one.
+    public let unixSocketPath: String?
     /// The generated certificates of a TLS server; `nil` without TLS.
     public let certificates: TestCertificates?
     /// The port of a TLS server's raw TLS listener, which serves the raw routes (`/hostile/`,
@@ -77,11 +81,12 @@ public final class TestServer: Sendable {
     private let rawTLSListener: RawTLSListener?
 
     private init(
-        host: String, port: Int, certificates: TestCertificates?, serviceThread: ServiceThread,
+        host: String, port: Int, unixSocketPath: String?, certificates: TestCertificates?, serviceThread: ServiceThread,
         loop: ServerLoop, recorder: ServerRecorder, rawTLSListener: RawTLSListener?
     ) {
         self.host = host
         self.port = port
+        self.unixSocketPath = unixSocketPath
         self.certificates = certificates
         self.serviceThread = serviceThread
         self.loop = loop
@@ -98,16 +103,20 @@ public final class TestServer: Sendable {
     ///   - compression: Whether to negotiate permessage-deflate.
     ///   - recordTexts: Keep every received text message in ``ConnectionRecord/textsReceived``.
     ///   - logger: Receives libwebsockets' server log lines; silent by default.
+    ///   - unixSocketPath: Also listen on this Unix domain socket (at most 107 bytes; a stale
+    ///     socket file there is replaced), for `ws+unix:` and `wss+unix:` clients. The file
+    ///     is removed when the server stops.
     public static func start(
         port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
-        recordTexts: Bool = false, logger: Logger? = nil
+        recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil
     ) async throws -> TestServer {
         let certificates = try tls.map { try TestCertificates.generate(hostnames: $0.hostnames, validDays: $0.validDays) }
         let recorder = ServerRecorder()
         let loop = ServerLoop(
             settings: .init(host: host, port: port, compression: compression, certificates: certificates,
                             recordTexts: recordTexts,
-                            logger: logger ?? Logger(label: "TestServer", factory: { _ in SwiftLogNoOpLogHandler() })),
+                            logger: logger ?? Logger(label: "TestServer", factory: { _ in SwiftLogNoOpLogHandler() }),
+                            unixSocketPath: unixSocketPath),
             recorder: recorder)
         let thread = ServiceThread(name: "test-server", delegate: loop)
         loop.serviceThread = thread
@@ -124,6 +133,11 @@ public final class TestServer: Sendable {
             certificates?.remove()
             throw TestServerError.couldNotListen("\(host):\(port)")
         }
+        if let unixSocketPath, !loop.listensOnUnixSocket {
+            await thread.shutdown()
+            certificates?.remove()
+            throw TestServerError.couldNotListen("unix socket \(unixSocketPath)")
+        }
         let rawTLSListener: RawTLSListener?
         do {
             rawTLSListener = try certificates.map { try RawTLSListener.start(host: host, certificates: $0, recorder: recorder) }
@@ -133,7 +147,7 @@ public final class TestServer: Sendable {
             throw error
         }
         return TestServer(
-            host: host, port: bound, certificates: certificates, serviceThread: thread, loop: loop, recorder: recorder,
+            host: host, port: bound, unixSocketPath: unixSocketPath, certificates: certificates, serviceThread: thread, loop: loop, recorder: recorder,
             rawTLSListener: rawTLSListener)
     }
 
@@ -149,6 +163,15 @@ public final class TestServer: Sendable {
         var port = self.port
         if let rawTLSPort, ServerRoute(target: target).isServedByRawTLSListener { port = rawTLSPort }
         return "\(scheme)://\(hostPart):\(port)\(target)"
+    }
+
+    /// The `ws+unix:` (or, with TLS, `wss+unix:`) URL of `path` on this server's Unix domain
+    /// socket, e.g. `ws+unix:///tmp/server.sock:/echo`; `nil` without ``unixSocketPath``.
+    /// A TLS server's certificate names `localhost`, the host such URLs verify.
+    public func unixSocketURL(path: String = "/echo") -> String? {
+        guard let unixSocketPath else { return nil }
+        let target = path.hasPrefix("/") ? path : "/" + path
+        return "\(certificates == nil ? "ws" : "wss")+unix://\(unixSocketPath):\(target)"
     }
 
     /// The CA file to trust for a TLS server.
@@ -178,15 +201,16 @@ public final class TestServer: Sendable {
     /// }
     /// ```
     ///
-    /// The parameters are those of ``start(port:host:tls:compression:recordTexts:logger:)``.
+    /// The parameters are those of ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:)``.
     public static func withServer<Result>(
         port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
-        recordTexts: Bool = false, logger: Logger? = nil,
+        recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (TestServer) async throws -> Result
     ) async throws -> Result {
         let server = try await start(
-            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger)
+            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
+            unixSocketPath: unixSocketPath)
         do {
             let result = try await body(server)
             await server.stop()
@@ -226,5 +250,6 @@ public final class TestServer: Sendable {
         await rawTLSListener?.stop()
         await serviceThread.shutdown()
         certificates?.remove()
+        if let unixSocketPath { unlink(unixSocketPath) }
     }
 }

@@ -19,7 +19,7 @@ struct ExitCodeTests {
     @Test func badURLExitsTwo() async throws {
         let result = try await WSDumpProcess.run(["http://x"])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("invalid URL: 'http://x': the scheme must be ws or wss"))
+        #expect(result.stderr.contains("invalid URL: 'http://x': the scheme must be ws, wss, ws+unix or wss+unix"))
     }
 
     @Test func unknownFlagExitsTwo() async throws {

@@ -30,6 +30,7 @@ struct ErrorTests {
             return
         }
         #expect(reason.contains("127.0.0.1"))
+        #expect(reason.contains("connection refused"), "the socket's own error, in the user's words: \(reason)")
         // Refused at once, not after the 10 s connect timeout.
         #expect(ContinuousClock.now - started < .seconds(5))
     }

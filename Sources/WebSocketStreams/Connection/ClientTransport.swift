@@ -140,15 +140,15 @@ final class ClientTransport: @unchecked Sendable {
     func handle(_ connection: ClientConnection, _ event: RawSocket.Event, socket reporting: RawSocket, loop: ClientLoop) -> Bool {
         if socket == nil { socket = reporting }
         switch event {
-        case .connected:
-            connected(connection, loop: loop)
         case .received(let bytes):
             received(connection, bytes, loop: loop)
         case .writable:
             writableRequested = false
-            flush(connection, loop: loop)
-        case .connectFailed(let message):
-            end(connection, connectError: .connectionFailed("\(message ?? "could not connect") (\(target.description))"))
+            if case .connecting = phase {
+                connectFinished(connection, loop: loop)
+            } else {
+                flush(connection, loop: loop)
+            }
         case .closed:
             socketClosed(connection)
         case .timer:
@@ -163,27 +163,68 @@ final class ClientTransport: @unchecked Sendable {
 
     // MARK: - Connecting
 
-    /// Starts the TCP connect (service thread, from ``ClientLoop/open(_:)``).
-    func connect(_ connection: ClientConnection, context: OpaquePointer, vhost: OpaquePointer, loop: ClientLoop) {
+    /// Starts the connect (service thread, from ``ClientLoop/open(_:)``): this side opens
+    /// the socket and starts connecting it (``SocketConnector``), then lws adopts it.
+    func connect(_ connection: ClientConnection, vhost: OpaquePointer, loop: ClientLoop) {
         if connection.machine.withLock({ $0.connectCancelled }) {
             phase = .ended
             loop.forget(connection)
             return
         }
         phase = .connecting
-        let created = RawSocket.connect(
-            context: context, vhost: vhost, address: target.address, port: target.port,
-            protocolName: ClientLoop.protocolName, opaque: Unmanaged.passUnretained(connection).toOpaque())
-        guard created != nil, !hasEnded else {
-            if !hasEnded {
-                end(connection, connectError: .connectionFailed("libwebsockets could not start a connection to \(target.description)"))
-            }
-            // No WSI_DESTROY comes for a wsi that was never returned.
-            if created == nil { loop.forget(connection) }
+        let started: SocketConnector.Started
+        do {
+            started = try SocketConnector.start(target.endpoint)
+        } catch {
+            end(connection, connectError: proxied(error))
+            loop.forget(connection)
             return
         }
-        if socket == nil { socket = created }
+        guard let adopted = RawSocket.adopt(
+            descriptor: started.descriptor, vhost: vhost, protocolName: ClientLoop.protocolName,
+            opaque: Unmanaged.passUnretained(connection).toOpaque())
+        else {
+            // lws closed the descriptor; no WSI_DESTROY comes for a wsi that was never returned.
+            end(connection, connectError: .connectionFailed("libwebsockets could not take the socket for \(target.description)"))
+            loop.forget(connection)
+            return
+        }
+        socket = adopted
         armTimer()
+        if started.inProgress {
+            // Writable once the connect finished, either way; reading waits until it succeeded.
+            adopted.setReading(false)
+            writableRequested = true
+            adopted.requestWritable()
+        } else {
+            connected(connection, loop: loop)
+        }
+    }
+
+    /// A connect that was in progress has finished (the socket became writable).
+    func connectFinished(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let socket else { return }
+        if let failure = socket.connectFailure() {
+            end(connection, connectError: proxied(.connectionFailed("\(failure) (\(target.description))")))
+            dropRequested = true
+            return
+        }
+        socket.setReading(true)
+        connected(connection, loop: loop)
+    }
+
+    /// Why a connect in progress ended when the socket hung up instead of becoming writable.
+    private var failedConnectError: WebSocketError {
+        guard let failure = socket?.connectFailure() else {
+            return .connectionFailed("could not connect to \(target.description)")
+        }
+        return .connectionFailed("\(failure) (\(target.description))")
+    }
+
+    /// `error` for a failed connect, saying that the address was the proxy's.
+    private func proxied(_ error: WebSocketError) -> WebSocketError {
+        guard target.proxy != nil, error.code == .connectionFailed, let reason = error.reason else { return error }
+        return .connectionFailed("could not reach the proxy: \(reason)")
     }
 
     /// TCP is up: tunnel, secure, or upgrade.
@@ -215,7 +256,7 @@ final class ClientTransport: @unchecked Sendable {
     }
 
     /// The key session tickets are kept under.
-    var tlsServerKey: String { "\(url.host):\(url.port)" }
+    var tlsServerKey: String { url.unixSocketPath.map { "unix:\($0)" } ?? "\(url.host):\(url.port)" }
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: ClientLoop) {
         phase = .upgrading(HTTPResponseParser())
@@ -300,6 +341,10 @@ final class ClientTransport: @unchecked Sendable {
 
     /// The socket closed (the peer ended TCP, an error, or this side dropped it).
     private func socketClosed(_ connection: ClientConnection) {
+        if case .connecting = phase {
+            end(connection, connectError: proxied(failedConnectError))
+            return
+        }
         if case .rejected(let head, var body) = phase {
             body.connectionClosed()
             end(connection, connectError: rejection(head, body: body))
@@ -381,13 +426,11 @@ final class ClientTransport: @unchecked Sendable {
 /// handshake: the numeric address and port to connect to (the proxy's, with a proxy),
 /// the proxy to tunnel through, and the TLS settings (prepared off the loop).
 struct ConnectTarget: Sendable, CustomStringConvertible {
-    var address: String
-    var port: Int
+    var endpoint: SocketConnector.Endpoint
     var proxy: HTTPProxy?
     var tlsContext: TLSClientContext?
 
     var description: String {
-        let host = address.contains(":") ? "[\(address)]" : address
-        return proxy == nil ? "\(host):\(port)" : "proxy \(host):\(port)"
+        proxy == nil ? endpoint.description : "proxy \(endpoint)"
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 import Logging
 
 /// The service-thread side of a ``WebSocketEventLoop``: creates the lws context (raw
-/// sockets only: protocol, TLS and proxies are the connections' own), owns the
+/// sockets only: connecting, protocol, TLS and proxies are the connections' own), owns the
 /// connections of the loop, and routes lws callbacks and log lines to them.
 ///
 /// Only the loop's service thread touches this object after creation (all its methods
@@ -71,7 +71,6 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         // TLS is ours (OpenSSL memory BIOs): lws does no OpenSSL setup for this context.
         guard let (context, vhost) = LWSContextFactory.makeContext(&info, usesTLS: false) else { return nil }
         self.context = context
-        disableEnvironmentProxy(vhost)
         self.vhost = vhost
         return context
     }
@@ -163,7 +162,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     /// Starts the handshake for `connection` (service thread).
     func open(_ connection: ClientConnection) {
-        guard let context, let vhost else {
+        guard context != nil, let vhost else {
             connection.transport.failBeforeConnect(connection, .connectionFailed("the event loop has been shut down"))
             return
         }
@@ -173,7 +172,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         let level = connection.logger.logLevel
         connection.transport.claimedLogLevel = level
         ServiceThreadLogging.claim(for: level)
-        connection.transport.connect(connection, context: context, vhost: vhost, loop: self)
+        connection.transport.connect(connection, vhost: vhost, loop: self)
     }
 
     private func release(_ connection: ClientConnection) {
@@ -188,7 +187,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         }
     }
 
-    /// Forgets a connection whose `lws_client_connect_via_info` produced no wsi.
+    /// Forgets a connection that never got an lws socket.
     func forget(_ connection: ClientConnection) {
         release(connection)
     }
@@ -206,16 +205,6 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         for connection in connections.values {
             connection.closeForShutdown()
         }
-    }
-
-    // MARK: - Proxies
-
-    /// lws reads `http_proxy` from the environment for every vhost without an explicit
-    /// proxy, ignoring `no_proxy`; that would send even loopback traffic to a proxy.
-    /// Proxies are ours (``WebSocketConfiguration/proxy``, a CONNECT tunnel) instead.
-    private func disableEnvironmentProxy(_ vhost: OpaquePointer) {
-        guard getenv("http_proxy") != nil else { return }
-        _ = lws_set_proxy(vhost, ":0")
     }
 }
 

@@ -59,4 +59,5 @@ package enum LWSStatics {
     package nonisolated(unsafe) static let clientVhostName = immortalCString("client")
     /// The test server's vhost.
     package nonisolated(unsafe) static let serverVhostName = immortalCString("test-server")
+    package nonisolated(unsafe) static let serverUnixVhostName = immortalCString("test-server-unix")
 }

@@ -1,10 +1,11 @@
 import CLibWebSockets
 import Glibc
 
-/// A client's libwebsockets raw socket (`method = "RAW"`, no ws role): the only lws
-/// calls a connection makes. libwebsockets connects it, polls it, reads it (handing the
-/// bytes over in `LWS_CALLBACK_RAW_RX`), pauses reading, and runs its timer; writes go
-/// straight to the descriptor with `send`, so nothing is copied into lws's buffers.
+/// A client's libwebsockets raw socket (adopted, no ws role): the only lws calls a
+/// connection makes. This side creates and connects the socket (``SocketConnector``);
+/// libwebsockets polls it, reads it (handing the bytes over in `LWS_CALLBACK_RAW_RX`),
+/// pauses reading, and runs its timer; writes go straight to the descriptor with `send`,
+/// so nothing is copied into lws's buffers.
 ///
 /// Service thread only (lws is not thread-safe).
 struct RawSocket {
@@ -12,14 +13,10 @@ struct RawSocket {
 
     /// What lws reports about a raw client socket, in the transport's words.
     enum Event {
-        /// TCP is connected (`LWS_CALLBACK_RAW_CONNECTED`).
-        case connected
         /// Bytes arrived (`LWS_CALLBACK_RAW_RX`); valid during the call only.
         case received(UnsafeRawBufferPointer)
         /// The socket can take more (`LWS_CALLBACK_RAW_WRITEABLE`).
         case writable
-        /// The connect failed, with lws's reason (`LWS_CALLBACK_CLIENT_CONNECTION_ERROR`).
-        case connectFailed(String?)
         /// The socket closed (`LWS_CALLBACK_RAW_CLOSE`).
         case closed
         /// The socket's timer fired (`LWS_CALLBACK_TIMER`).
@@ -30,11 +27,8 @@ struct RawSocket {
         /// The event for an lws callback, or `nil` for one the transport does not handle.
         init?(reason: lws_callback_reasons, input: UnsafeMutableRawPointer?, length: Int) {
             switch reason {
-            case LWS_CALLBACK_RAW_CONNECTED: self = .connected
             case LWS_CALLBACK_RAW_RX: self = .received(UnsafeRawBufferPointer(start: length > 0 ? input : nil, count: length))
             case LWS_CALLBACK_RAW_WRITEABLE: self = .writable
-            case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-                self = .connectFailed(input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) })
             case LWS_CALLBACK_RAW_CLOSE: self = .closed
             case LWS_CALLBACK_TIMER: self = .timer
             case LWS_CALLBACK_WSI_DESTROY: self = .destroyed
@@ -43,30 +37,24 @@ struct RawSocket {
         }
     }
 
-    /// Starts a non-blocking connect to `address:port` (a numeric address) on `vhost`.
-    /// `nil` when lws refused at once (then no callback follows).
-    static func connect(
-        context: OpaquePointer, vhost: OpaquePointer, address: String, port: Int,
-        protocolName: String, opaque: UnsafeMutableRawPointer
+    /// Hands `descriptor` (a socket this side created and started connecting, see
+    /// ``SocketConnector``) to lws as a raw socket of `vhost`. `nil` when lws refused it
+    /// (it has closed the descriptor then, and no callback follows).
+    ///
+    /// Reading starts disabled: a connect in progress is watched for writability only, so a
+    /// failed connect ends in a hang-up with its error still on the socket (a read would
+    /// consume it), and ``SocketConnector/pendingError(_:)`` can say what went wrong.
+    static func adopt(
+        descriptor: Int32, vhost: OpaquePointer, protocolName: String, opaque: UnsafeMutableRawPointer
     ) -> RawSocket? {
-        var info = lws_client_connect_info()
-        info.context = context
-        info.vhost = vhost
-        info.port = Int32(port)
-        info.opaque_user_data = opaque
-        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
-        let wsi: OpaquePointer? = address.withCString { address in
-            "RAW".withCString { method in
-                protocolName.withCString { localProtocol in
-                    info.address = address
-                    info.host = address
-                    info.origin = address
-                    info.path = nil
-                    info.method = method
-                    info.local_protocol_name = localProtocol
-                    return lws_client_connect_via_info(&info)
-                }
-            }
+        var description = lws_adopt_desc_t()
+        description.vh = vhost
+        description.type = LWS_ADOPT_SOCKET
+        description.fd.sockfd = descriptor
+        description.opaque = opaque
+        let wsi: OpaquePointer? = protocolName.withCString { name in
+            description.vh_prot_name = name
+            return lws_adopt_descriptor_vhost_via_info(&description)
         }
         return wsi.map(RawSocket.init(wsi:))
     }
@@ -131,6 +119,14 @@ struct RawSocket {
         case nothingYet
         /// The peer closed (EOF), the socket failed, or there is none.
         case endOrError
+    }
+
+    /// How a connect in progress ended: `nil` when it succeeded, else why it failed (the
+    /// socket's `SO_ERROR` in words, e.g. "connection refused"). Reading it clears it.
+    func connectFailure() -> String? {
+        let descriptor = lws_get_socket_fd(wsi)
+        guard descriptor >= 0 else { return "the socket is gone" }
+        return SocketConnector.pendingError(descriptor)
     }
 
     /// The error the socket recorded (`SO_ERROR`, e.g. `ECONNRESET`) as words, if any.

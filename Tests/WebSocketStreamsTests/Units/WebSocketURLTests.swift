@@ -36,6 +36,42 @@ struct WebSocketURLTests {
         #expect(user.description == "wss://host/")
     }
 
+    @Test("ws+unix: and wss+unix: name the socket's path, then the request path")
+    func unixSocketURLs() throws {
+        let full = try WebSocketURL(parsing: "ws+unix:///run/app.sock:/feed?x=1")
+        #expect(full.unixSocketPath == "/run/app.sock")
+        #expect(full.pathAndQuery == "/feed?x=1")
+        #expect(full.hostHeader == "localhost")
+        #expect(!full.isSecure)
+        #expect(full.description == "ws+unix:///run/app.sock:/feed?x=1")
+
+        let bare = try WebSocketURL(parsing: "wss+unix:/run/app.sock")
+        #expect(bare.isSecure)
+        #expect(bare.unixSocketPath == "/run/app.sock")
+        #expect(bare.pathAndQuery == "/")
+        #expect(bare.host == "localhost")
+
+        let relative = try WebSocketURL(parsing: "WS+UNIX://app.sock:?q")
+        #expect(relative.unixSocketPath == "app.sock")
+        #expect(relative.pathAndQuery == "/?q")
+
+        #expect(try WebSocketURL(parsing: "ws://h/").unixSocketPath == nil)
+    }
+
+    @Test("bad ws+unix: URLs say why", arguments: [
+        ("ws+unix://", "path is missing"), ("ws+unix://:/x", "path is missing"),
+        ("ws+unix:///s.sock:x", "must start with '/'"), ("ws+unix:///s.sock:/#f", "fragment"),
+        ("ws+unix:///" + String(repeating: "a", count: 120), "107 bytes"),
+    ])
+    func badUnixSocketURLs(url: String, expected: String) {
+        #expect {
+            try WebSocketURL(parsing: url)
+        } throws: { error in
+            guard let error = error as? WebSocketError, error.code == .invalidURL else { return false }
+            return error.reason?.contains(expected) ?? false
+        }
+    }
+
     @Test("rejections say why", arguments: [
         ("ftp://host/", "scheme"), ("ws://:80/", "host"), ("ws://host:99999/", "port"),
         ("ws://host/#top", "fragment"), ("ws://ho st/", "space"), ("host/path", "expected"),

@@ -1,0 +1,136 @@
+import Glibc
+
+/// Opens the client's socket and starts its connect, without blocking, before the socket
+/// is handed to libwebsockets (`lws_adopt_descriptor_vhost_via_info`).
+///
+/// Connecting here rather than through `lws_client_connect_via_info` gives two things lws
+/// 4.1.6 does not: the reason a connect failed (lws reports every failure as "Unable to
+/// connect", having consumed the socket's error), and Unix domain sockets.
+enum SocketConnector {
+    /// Where a socket connects.
+    enum Endpoint: Sendable, Hashable, CustomStringConvertible {
+        /// A numeric IPv4 or IPv6 address and a TCP port.
+        case tcp(address: String, port: Int)
+        /// A Unix domain socket's path.
+        case unix(path: String)
+
+        var description: String {
+            switch self {
+            case .tcp(let address, let port): address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
+            case .unix(let path): "unix socket \(path)"
+            }
+        }
+    }
+
+    /// A connect under way or done.
+    struct Started {
+        /// The non-blocking socket; the caller owns it.
+        var descriptor: Int32
+        /// `false` when the connect finished at once (as Unix sockets do); `true` when it
+        /// finishes later: the socket becomes writable, and ``pendingError(_:)`` tells how.
+        var inProgress: Bool
+    }
+
+    /// Creates a non-blocking socket for `endpoint` and starts connecting it. Throws the
+    /// failure in words when it fails at once (no socket is left open then).
+    static func start(_ endpoint: Endpoint) throws(WebSocketError) -> Started {
+        switch endpoint {
+        case .tcp(let address, let port):
+            var storage = sockaddr_storage()
+            let family: Int32
+            let length: socklen_t
+            var v4 = in_addr()
+            var v6 = in6_addr()
+            if inet_pton(AF_INET, address, &v4) == 1 {
+                family = AF_INET
+                length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                withUnsafeMutableBytes(of: &storage) { raw in
+                    let sin = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+                    sin.pointee.sin_family = sa_family_t(AF_INET)
+                    sin.pointee.sin_port = in_port_t(UInt16(port).bigEndian)
+                    sin.pointee.sin_addr = v4
+                }
+            } else if inet_pton(AF_INET6, address, &v6) == 1 {
+                family = AF_INET6
+                length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+                withUnsafeMutableBytes(of: &storage) { raw in
+                    let sin6 = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                    sin6.pointee.sin6_family = sa_family_t(AF_INET6)
+                    sin6.pointee.sin6_port = in_port_t(UInt16(port).bigEndian)
+                    sin6.pointee.sin6_addr = v6
+                }
+            } else {
+                throw .connectionFailed("'\(address)' is not a numeric address")
+            }
+            let descriptor = try makeSocket(family: family, endpoint: endpoint)
+            var noDelay: Int32 = 1
+            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            return try connect(descriptor, &storage, length, endpoint: endpoint)
+        case .unix(let path):
+            var storage = sockaddr_storage()
+            var length = socklen_t(0)
+            let fits = withUnsafeMutableBytes(of: &storage) { raw -> Bool in
+                let sun = raw.baseAddress!.assumingMemoryBound(to: sockaddr_un.self)
+                sun.pointee.sun_family = sa_family_t(AF_UNIX)
+                let capacity = MemoryLayout.size(ofValue: sun.pointee.sun_path)
+                let bytes = Array(path.utf8)
+                guard bytes.count < capacity else { return false }
+                withUnsafeMutableBytes(of: &sun.pointee.sun_path) { pathBytes in
+                    pathBytes.copyBytes(from: bytes)
+                    pathBytes[bytes.count] = 0
+                }
+                length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
+                return true
+            }
+            guard fits else { throw .invalidURL("the Unix socket path '\(path)' is too long") }
+            let descriptor = try makeSocket(family: AF_UNIX, endpoint: endpoint)
+            return try connect(descriptor, &storage, length, endpoint: endpoint)
+        }
+    }
+
+    /// The outcome of a connect that was in progress, once the socket is writable or has
+    /// hung up: `nil` when it connected, else the failure in words. Reading it clears it.
+    static func pendingError(_ descriptor: Int32) -> String? {
+        var code: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return describe(errno) }
+        return code == 0 ? nil : describe(code)
+    }
+
+    /// `errno` as users say it: "connection refused", not "Connection refused".
+    static func describe(_ code: Int32) -> String {
+        let text = String(cString: strerror(code))
+        guard let first = text.first else { return "error \(code)" }
+        return first.lowercased() + text.dropFirst()
+    }
+
+    private static func makeSocket(family: Int32, endpoint: Endpoint) throws(WebSocketError) -> Int32 {
+        let descriptor = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else {
+            throw .connectionFailed("could not create a socket for \(endpoint): \(describe(errno))")
+        }
+        return descriptor
+    }
+
+    private static func connect(
+        _ descriptor: Int32, _ storage: inout sockaddr_storage, _ length: socklen_t, endpoint: Endpoint
+    ) throws(WebSocketError) -> Started {
+        var result: Int32
+        repeat {
+            result = withUnsafePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, length) }
+            }
+        } while result != 0 && errno == EINTR
+        if result == 0 { return Started(descriptor: descriptor, inProgress: false) }
+        let code = errno
+        if code == EINPROGRESS { return Started(descriptor: descriptor, inProgress: true) }
+        close(descriptor)
+        if code == ENOENT, case .unix = endpoint {
+            throw .connectionFailed("\(endpoint) does not exist")
+        }
+        if code == EAGAIN, case .unix = endpoint {
+            throw .connectionFailed("\(endpoint) is not accepting connections (its backlog is full)")
+        }
+        throw .connectionFailed("\(describe(code)) (\(endpoint))")
+    }
+}
