@@ -13,7 +13,7 @@ BENCH_VENV := .build/bench/venv
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps build demo test test-tsan test-asan fuzz fuzz-quick bench conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick bench conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -23,6 +23,14 @@ deps:
 		echo "deps: installing libwebsockets-dev libssl-dev zlib1g-dev pkg-config with apt-get"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libwebsockets-dev libssl-dev zlib1g-dev pkg-config; \
+	fi
+
+## test-deps: the real proxies the proxy tests start (tinyproxy, microsocks), unless present
+test-deps: deps
+	@if command -v tinyproxy >/dev/null && command -v microsocks >/dev/null; then :; else \
+		echo "test-deps: installing tinyproxy microsocks with apt-get"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tinyproxy microsocks; \
 	fi
 
 build: deps
@@ -41,19 +49,19 @@ demo: deps
 
 ## test: the whole test suite, a quick Autobahn conformance subset (36 cases, each must be OK),
 ## then 20,000 fuzzed inputs for each protocol parser
-test: deps
+test: test-deps
 	$(SWIFT) test
 	Conformance/conformance.sh quick
 	$(MAKE) fuzz-quick
 
 ## test-tsan: the suite under ThreadSanitizer (slower: fewer tests at a time)
-test-tsan: deps
+test-tsan: test-deps
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
 ## test-asan: the suite under AddressSanitizer and LeakSanitizer (wsdump and wsbench
 ## children included); Tests/Sanitizers/lsan-suppressions.txt names the leaks that are
 ## not ours (Foundation's Process, XCTest's runner).
-test-asan: deps
+test-asan: test-deps
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 ASAN_OPTIONS=detect_leaks=1 \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt \
 		$(SWIFT) test --sanitize=address --scratch-path .build-asan

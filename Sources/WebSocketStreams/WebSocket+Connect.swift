@@ -30,14 +30,21 @@ extension WebSocket {
         let deadline = ContinuousClock.now + configuration.connectTimeout
         try await eventLoop.ensureStarted()
 
-        let proxy = try configuration.proxy.map(HTTPProxy.init(parsing:))
         var target: ConnectTarget
         if let path = parsed.unixSocketPath {
             target = ConnectTarget(endpoint: .unix(path: path))
-        } else if let proxy {
-            // The proxy resolves the target; the socket goes to the proxy.
+        } else if let proxy = try proxyAddress(for: parsed, configuration.proxy) {
+            // The socket goes to the proxy; an HTTP or socks5h proxy resolves the server's name.
             target = ConnectTarget(
                 endpoint: .tcp(address: try await resolve(proxy.host, by: deadline), port: proxy.port), proxy: proxy)
+            if case .socks5(let resolvesNames) = proxy.kind {
+                if resolvesNames, !HostResolver.isNumericAddress(parsed.host) {
+                    target.socksDestination = .hostName(parsed.host)
+                } else {
+                    let address = try await resolve(parsed.host, by: deadline)
+                    target.socksDestination = SocketConnector.addressBytes(address).map { .address($0) } ?? .hostName(address)
+                }
+            }
         } else {
             target = ConnectTarget(endpoint: .tcp(address: try await resolve(parsed.host, by: deadline), port: parsed.port))
         }
@@ -100,6 +107,17 @@ extension WebSocket {
                 throw error
             }
         }
+    }
+}
+
+/// The proxy `configuration` names for `url`, if any.
+private func proxyAddress(for url: WebSocketURL, _ proxy: WebSocketProxy?) throws(WebSocketError) -> ProxyAddress? {
+    guard url.unixSocketPath == nil, let proxy else { return nil }
+    switch proxy.source {
+    case .environment:
+        return try ProxyEnvironment.current.proxy(for: url).map { text throws(WebSocketError) in try ProxyAddress(parsing: text) }
+    case .url(let text):
+        return try ProxyAddress(parsing: text)
     }
 }
 

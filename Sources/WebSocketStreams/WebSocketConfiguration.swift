@@ -15,7 +15,7 @@ import Logging
 /// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
 /// | ``maxBufferedMessages`` / ``maxBufferedBytes`` | 1,024 / 4 MiB | Unread messages held before reading pauses |
 /// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
-/// | ``proxy`` | none | HTTP proxy (CONNECT), e.g. `http://127.0.0.1:3128` |
+/// | ``proxy`` | none | `.environment`, or an HTTP (CONNECT) or SOCKS5 proxy URL, e.g. `http://127.0.0.1:3128` |
 /// | ``logger`` | silent | Receives the connection's and libwebsockets' log lines |
 /// | ``redactsSecretsInLogs`` | `true` | Credentials never appear in those lines |
 ///
@@ -79,9 +79,12 @@ public struct WebSocketConfiguration: Sendable {
     /// backlog halves.
     public var maxBufferedSendBytes = 1024 * 1024
 
-    /// An HTTP proxy to tunnel through with `CONNECT`, as `http://[user:password@]host:port`.
-    /// The `http_proxy` environment variable is not consulted.
-    public var proxy: String?
+    /// The proxy to go through: ``WebSocketProxy/environment`` (the `https_proxy`,
+    /// `http_proxy`, `all_proxy` and `no_proxy` variables, as curl reads them), or a proxy
+    /// URL: `http://[user:password@]host:port` (a `CONNECT` tunnel), `socks5://...` or
+    /// `socks5h://...`. `nil` (the default) connects directly; the environment is then
+    /// not consulted.
+    public var proxy: WebSocketProxy?
 
     /// Where the connection's log lines go, libwebsockets' own included. Silent by default.
     public var logger: Logger = .silent

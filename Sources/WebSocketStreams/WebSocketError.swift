@@ -97,6 +97,12 @@ extension WebSocketError {
         WebSocketError(code: .proxyRejected, httpStatus: status, headers: headers)
     }
 
+    /// A SOCKS5 proxy refused: no acceptable authentication method, wrong credentials, or
+    /// it could not connect to the server (`reason` gives its reply in words).
+    public static func proxyRejected(_ reason: String) -> WebSocketError {
+        WebSocketError(code: .proxyRejected, reason: reason)
+    }
+
     /// The connection is closed (or closing) with this code and reason; thrown by
     /// operations that need an open connection.
     public static func closed(code: WebSocketCloseCode, reason: String) -> WebSocketError {
@@ -153,7 +159,9 @@ extension WebSocketError: CustomStringConvertible {
                 "handshake rejected: HTTP \(httpStatus ?? 0)"
             }
         case .proxyRejected:
-            if httpStatus == 407 {
+            if httpStatus == nil, let reason {
+                reason
+            } else if httpStatus == 407 {
                 "the proxy requires authentication: HTTP 407"
                     + (header(named: "Proxy-Authenticate").map { " (Proxy-Authenticate: \($0))" } ?? "")
             } else {

@@ -31,7 +31,7 @@ enum HandshakeDescription {
             lines.append("\(name): \(redactor.headerValue(configuration.headers[name] ?? "", name: name))")
         }
         if let proxy = configuration.proxy {
-            lines.append("(through the HTTP proxy \(redactor.url(proxy)))")
+            lines.append(proxy.url.map { "(through the proxy \(redactor.url($0)))" } ?? "(through the proxy the environment names, if any)")
         }
         lines.append("-----------------------")
         return lines

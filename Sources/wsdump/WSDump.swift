@@ -28,11 +28,16 @@ struct WSDump: AsyncParsableCommand {
             \(ExitStatus.helpText)
             """)
 
-    @Argument(help: "The ws:// or wss:// URL to connect to.")
+    @Argument(help: "The ws://, wss://, ws+unix:// or wss+unix:// URL to connect to.")
     var url: String
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Connect through this HTTP proxy (CONNECT).", valueName: "http://host:port"))
+    @Option(name: .shortAndLong, help: ArgumentHelp(
+        "Connect through this proxy: http://host:port (CONNECT), socks5://host:port or socks5h://host:port, with optional user:password@. Without it, https_proxy / http_proxy / all_proxy / no_proxy are honoured.",
+        valueName: "url"))
     var proxy: String?
+
+    @Flag(name: .customLong("no-proxy"), help: "Connect directly, ignoring the proxy environment variables.")
+    var noProxy = false
 
     @Flag(name: .shortAndLong, help: "-v: show each message's type and sent messages; -vv (or -v 2): also the handshake headers and ping, pong and close frames.")
     var verbose: Int
@@ -107,6 +112,7 @@ struct WSDump: AsyncParsableCommand {
     var showSecrets = false
 
     func validate() throws {
+        if noProxy, proxy != nil { throw ValidationError("--proxy and --no-proxy exclude each other") }
         _ = try makeSessionOptions()
     }
 
@@ -139,7 +145,7 @@ struct WSDump: AsyncParsableCommand {
         }
         configuration.subprotocols = subprotocols
         configuration.origin = origin
-        configuration.proxy = proxy
+        configuration.proxy = noProxy ? nil : proxy.map { WebSocketProxy($0) } ?? WebSocketProxy.environment
         configuration.compression = !noCompression
         configuration.tls.allowUntrustedCertificates = nocert
         configuration.tls.trustedCAFile = caFile

@@ -47,6 +47,9 @@ struct TestServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("drop-every"), help: "Drop every connection (no close frame) every SECONDS, to watch clients reconnect.")
     var dropEvery: Double?
 
+    @Option(name: .customLong("unix-socket"), help: "Also listen on this Unix domain socket (ws+unix:// clients).")
+    var unixSocket: String?
+
     @Flag(help: "Log libwebsockets' server lines to stderr.")
     var verbose = false
 
@@ -58,8 +61,10 @@ struct TestServerCommand: AsyncParsableCommand {
         var logger = Logger(label: "TestServer")
         logger.logLevel = verbose ? .debug : .critical
         let server = try await WebSocketTestServer.TestServer.start(
-            port: port, host: host, tls: tls ? .init() : nil, compression: !noCompression, logger: logger)
+            port: port, host: host, tls: tls ? .init() : nil, compression: !noCompression, logger: logger,
+            unixSocketPath: unixSocket)
         print("TestServer listening on \(server.url(path: "/"))")
+        if let unixURL = server.unixSocketURL(path: "/") { print("and on \(unixURL)") }
         if let rawTLSPort = server.rawTLSPort {
             print("Raw TLS routes (/hostile/, /frame-echo, /tls/, ...) on port \(rawTLSPort), e.g. \(server.url(path: "/tls/close-notify"))")
         }

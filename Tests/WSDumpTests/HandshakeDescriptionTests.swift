@@ -34,11 +34,11 @@ struct HandshakeDescriptionTests {
         let url = try WebSocketURL(parsing: "wss://ann:pw@example.org/")
         let shown = HandshakeDescription.request(url: url, configuration: configuration, redactor: Redactor(showsSecrets: true))
         #expect(shown.contains("Authorization: Basic YW5uOnB3"))
-        #expect(shown.contains("(through the HTTP proxy http://user:pw@proxy:3128)"))
+        #expect(shown.contains("(through the proxy http://user:pw@proxy:3128)"))
         #expect(!shown.contains { $0.hasPrefix("Sec-WebSocket-Extensions") })
         let hidden = HandshakeDescription.request(url: url, configuration: configuration, redactor: Redactor(showsSecrets: false))
         #expect(hidden.contains("Authorization: <redacted>"))
-        #expect(hidden.contains("(through the HTTP proxy http://<redacted>@proxy:3128)"))
+        #expect(hidden.contains("(through the proxy http://<redacted>@proxy:3128)"))
     }
 
     @Test func responseListsHeadersByName() {

@@ -9,18 +9,13 @@ extension ClientTransport {
             // Lingering after the close exchange: a peer still sending is still finishing.
             closing.deadline = min(limit, .now + Self.lingerAfterClose)
         }
-        if let tls, !isTunnelling {
+        if let tls, !isNegotiatingWithProxy {
             tls.receiveCiphertext(bytes)
             pumpTLS(connection, loop: loop)
         } else {
             receivedPlaintext(connection, bytes, loop: loop)
         }
         flush(connection, loop: loop)
-    }
-
-    private var isTunnelling: Bool {
-        if case .tunnelling = phase { return true }
-        return false
     }
 
     /// Decrypts what TLS holds and hands it on, until it holds nothing, reading is
@@ -82,6 +77,26 @@ extension ClientTransport {
     /// Plaintext from the socket or from TLS, handled by phase.
     func receivedPlaintext(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
         switch phase {
+        case .negotiatingSOCKS(var handshake):
+            phase = .idle
+            let action: SOCKS5Handshake.Action
+            do {
+                action = try handshake.receive(bytes)
+            } catch {
+                failHandshake(connection, error)
+                return
+            }
+            phase = .negotiatingSOCKS(handshake)
+            switch action {
+            case .waitForMore:
+                break
+            case .send(let request):
+                send(request, connection: connection, loop: loop)
+            case .tunnelOpen(let leftover):
+                connection.logger.trace("the SOCKS5 proxy opened a tunnel to \(url.hostHeader)")
+                startTLSOrUpgrade(connection, loop: loop)
+                if !leftover.isEmpty { leftover.withUnsafeBytes { received(connection, $0, loop: loop) } }
+            }
         case .tunnelling(var parser):
             phase = .idle
             do {

@@ -104,7 +104,7 @@ extension ClientTransport {
     /// request), through TLS when there is TLS.
     func send(_ bytes: [UInt8], connection: ClientConnection, loop: ClientLoop) {
         bytes.withUnsafeBytes { bytes in
-            if let tls, !isTunnellingPhase {
+            if let tls, !isNegotiatingWithProxy {
                 guard tls.writePlaintext(bytes) else {
                     writeFailed(connection, reason: "TLS refused to encrypt")
                     return
@@ -114,11 +114,6 @@ extension ClientTransport {
                 sendOrKeep(bytes, connection: connection)
             }
         }
-    }
-
-    private var isTunnellingPhase: Bool {
-        if case .tunnelling = phase { return true }
-        return false
     }
 
     /// Sends `bytes` now if nothing is waiting before them, keeping what the socket does

@@ -22,6 +22,8 @@ final class ClientTransport: @unchecked Sendable {
         case connecting
         /// `CONNECT` sent to the proxy; its answer is being read.
         case tunnelling(HTTPResponseParser)
+        /// The SOCKS5 proxy's opening exchange is under way.
+        case negotiatingSOCKS(SOCKS5Handshake)
         /// TLS handshake under way.
         case securing
         /// The upgrade request went out; the server's answer is being read.
@@ -134,6 +136,14 @@ final class ClientTransport: @unchecked Sendable {
         return false
     }
 
+    /// Whether the proxy's own exchange is under way (its bytes are plaintext, never TLS).
+    var isNegotiatingWithProxy: Bool {
+        switch phase {
+        case .tunnelling, .negotiatingSOCKS: true
+        default: false
+        }
+    }
+
     // MARK: - Callbacks
 
     /// Handles what the socket reports; returns whether to drop it now.
@@ -231,8 +241,17 @@ final class ClientTransport: @unchecked Sendable {
     private func connected(_ connection: ClientConnection, loop: ClientLoop) {
         guard case .connecting = phase else { return }
         if let proxy = target.proxy {
-            phase = .tunnelling(HTTPResponseParser())
-            send(proxy.connectRequest(to: url), connection: connection, loop: loop)
+            switch proxy.kind {
+            case .httpConnect:
+                phase = .tunnelling(HTTPResponseParser())
+                send(proxy.connectRequest(to: url), connection: connection, loop: loop)
+            case .socks5:
+                let handshake = SOCKS5Handshake(
+                    destination: target.socksDestination ?? .hostName(url.host), port: url.port,
+                    credentials: proxy.credentials, proxyName: proxy.summary)
+                phase = .negotiatingSOCKS(handshake)
+                send(handshake.greeting, connection: connection, loop: loop)
+            }
         } else {
             startTLSOrUpgrade(connection, loop: loop)
         }
@@ -402,6 +421,7 @@ final class ClientTransport: @unchecked Sendable {
         switch phase {
         case .idle, .connecting: .connectionFailed("could not connect to \(target.description)")
         case .tunnelling: .connectionFailed("the proxy closed the connection before answering CONNECT")
+        case .negotiatingSOCKS: .connectionFailed("the SOCKS5 proxy closed the connection before the tunnel opened")
         case .securing: .tlsFailure("the connection closed during the TLS handshake with \(url.hostHeader)")
         case .upgrading where tls == nil:
             .connectionFailed(
@@ -427,10 +447,14 @@ final class ClientTransport: @unchecked Sendable {
 /// the proxy to tunnel through, and the TLS settings (prepared off the loop).
 struct ConnectTarget: Sendable, CustomStringConvertible {
     var endpoint: SocketConnector.Endpoint
-    var proxy: HTTPProxy?
+    var proxy: ProxyAddress?
+    /// What a SOCKS5 proxy is asked to connect to: the server's address resolved here, or
+    /// its name (`socks5h`).
+    var socksDestination: SOCKS5Handshake.Destination?
     var tlsContext: TLSClientContext?
 
     var description: String {
-        proxy == nil ? endpoint.description : "proxy \(endpoint)"
+        guard let proxy else { return endpoint.description }
+        return proxy.kind == .httpConnect ? "proxy \(endpoint)" : "SOCKS5 proxy \(endpoint)"
     }
 }

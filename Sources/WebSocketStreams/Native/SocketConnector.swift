@@ -97,6 +97,15 @@ enum SocketConnector {
         return code == 0 ? nil : describe(code)
     }
 
+    /// The bytes of a numeric IPv4 (4) or IPv6 (16) address; `nil` for anything else.
+    static func addressBytes(_ numeric: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, numeric, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, numeric, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
     /// `errno` as users say it: "connection refused", not "Connection refused".
     static func describe(_ code: Int32) -> String {
         let text = String(cString: strerror(code))

@@ -58,7 +58,8 @@ final class WSDumpProcess: Sendable {
     /// Starts wsdump with `arguments`.
     ///
     /// - Parameter environment: Changes to the test's environment; a `nil` value removes the
-    ///   variable. `NO_COLOR` is removed unless given, so color decisions are wsdump's own.
+    ///   variable. `NO_COLOR` is removed unless given, so color decisions are wsdump's own,
+    ///   and so are the proxy variables (wsdump honours them), so loopback tests go direct.
     init(_ arguments: [String], stdin: Input = .empty, environment: [String: String?] = [:]) throws {
         signal(SIGPIPE, SIG_IGN)  // writing to a child that exited must not kill the test runner
         process = Process()
@@ -66,6 +67,9 @@ final class WSDumpProcess: Sendable {
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged["NO_COLOR"] = nil
+        for name in ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
+            merged[name] = nil
+        }
         for (name, value) in environment { merged[name] = value }
         process.environment = merged
 

@@ -86,33 +86,33 @@ struct WebSocketURLTests {
     }
 }
 
-@Suite("HTTPProxy parsing")
-struct HTTPProxyTests {
+@Suite("Proxy URL parsing")
+struct ProxyAddressTests {
     @Test("host, port and credentials")
     func parse() throws {
-        let proxy = try HTTPProxy(parsing: "http://user:pw@proxy.local:3128")
+        let proxy = try ProxyAddress(parsing: "http://user:pw@proxy.local:3128")
         #expect(proxy.host == "proxy.local")
         #expect(proxy.port == 3128)
         #expect(proxy.userInfo == "user:pw")
-        let bare = try HTTPProxy(parsing: "127.0.0.1:8080/")
+        let bare = try ProxyAddress(parsing: "127.0.0.1:8080/")
         #expect(bare.host == "127.0.0.1" && bare.port == 8080 && bare.userInfo == nil)
-        let ipv6 = try HTTPProxy(parsing: "http://[::1]:3128")
+        let ipv6 = try ProxyAddress(parsing: "http://[::1]:3128")
         #expect(ipv6.host == "::1" && ipv6.port == 3128)
     }
 
     @Test("the CONNECT request names the target with its port, and carries Basic credentials")
     func connectRequest() throws {
-        let proxy = try HTTPProxy(parsing: "http://us%40er:p%3Aw@proxy.local:3128")
+        let proxy = try ProxyAddress(parsing: "http://us%40er:p%3Aw@proxy.local:3128")
         let request = proxy.connectRequest(to: try WebSocketURL(parsing: "wss://example.org/feed"))
         #expect(String(decoding: request, as: UTF8.self) == "CONNECT example.org:443 HTTP/1.1\r\n"
             + "Host: example.org:443\r\n"
             + "Proxy-Authorization: Basic dXNAZXI6cDp3\r\n\r\n")
-        let ipv6 = try HTTPProxy(parsing: "http://127.0.0.1:3128").connectRequest(to: try WebSocketURL(parsing: "ws://[::1]:9001/"))
+        let ipv6 = try ProxyAddress(parsing: "http://127.0.0.1:3128").connectRequest(to: try WebSocketURL(parsing: "ws://[::1]:9001/"))
         #expect(String(decoding: ipv6, as: UTF8.self) == "CONNECT [::1]:9001 HTTP/1.1\r\nHost: [::1]:9001\r\n\r\n")
     }
 
     @Test("a missing port or another scheme is an invalid configuration", arguments: ["http://proxy", "https://proxy:443", "http://:80"])
     func rejections(text: String) {
-        #expect(throws: WebSocketError.self) { _ = try HTTPProxy(parsing: text) }
+        #expect(throws: WebSocketError.self) { _ = try ProxyAddress(parsing: text) }
     }
 }
