@@ -69,13 +69,13 @@ fuzz: deps
 fuzz-quick:
 	$(MAKE) fuzz FUZZ_RUNS=20000
 
-## docs: the DocC documentation of WebSocketStreams, TaskLifetimes and WebSocketServiceLifecycle
-## (swift-docc-plugin), failing on any docc warning; one archive per module lands in
-## .build/docs/<Module>.doccarchive (static hosting layout: serve .build/docs/<Module>.doccarchive)
+## docs: the DocC documentation of WebSocketStreams, TaskLifetimes, WebSocketServiceLifecycle and
+## WebSocketTestServer (swift-docc-plugin), failing on any docc warning; one archive per module
+## lands in .build/docs/<Module>.doccarchive, laid out for static hosting
 docs: deps
 	$(SWIFT) package --allow-writing-to-directory $(DOCS_DIR) generate-documentation \
 		--target WebSocketStreams --target TaskLifetimes --target WebSocketServiceLifecycle \
-		--output-path $(DOCS_DIR) --warnings-as-errors
+		--target WebSocketTestServer --output-path $(DOCS_DIR) --warnings-as-errors
 
 ## conformance: every Autobahn|Testsuite client case (about an hour); writes CONFORMANCE.md
 conformance: deps
