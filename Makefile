@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both install the system
-# libraries first when pkg-config cannot find them.
+# libraries first when pkg-config cannot find them. `make docs` builds the DocC documentation.
 SWIFT ?= swift
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BENCH_RUNS ?= 3
@@ -8,12 +8,14 @@ FUZZ_RUNS ?= 1000000
 # it); picows goes into a venv under .build, so the system's Python is untouched.
 WEBSOCKETKIT_PEER := Benchmarks/peers/websocket-kit/wsbench-websocketkit
 BENCH_VENV := .build/bench/venv
+# Where `make docs` writes one .doccarchive per module.
+DOCS_DIR := $(CURDIR)/.build/docs
 # Swift Testing starts every test at once by default: 220 tests, each with a server
 # thread, on a 2-core machine. Eight at a time is as fast and keeps timing honest.
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick bench conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -74,6 +76,14 @@ fuzz: deps
 ## fuzz-quick: the same with 20000 inputs each, for CI (seconds once built)
 fuzz-quick:
 	$(MAKE) fuzz FUZZ_RUNS=20000
+
+## docs: the DocC documentation of WebSocketStreams, TaskLifetimes, WebSocketServiceLifecycle and
+## WebSocketTestServer (swift-docc-plugin), failing on any docc warning; one archive per module
+## lands in .build/docs/<Module>.doccarchive, laid out for static hosting
+docs: deps
+	$(SWIFT) package --allow-writing-to-directory $(DOCS_DIR) generate-documentation \
+		--target WebSocketStreams --target TaskLifetimes --target WebSocketServiceLifecycle \
+		--target WebSocketTestServer --output-path $(DOCS_DIR) --warnings-as-errors
 
 ## conformance: every Autobahn|Testsuite client case (about an hour); writes CONFORMANCE.md
 conformance: deps

@@ -4,7 +4,7 @@ public enum TestServerError: Error, Sendable, CustomStringConvertible {
     case couldNotListen(String)
     /// The TLS certificates could not be made.
     case certificateGeneration(String)
-    /// ``TestServer/waitUntil(timeout:_:)`` gave up.
+    /// ``TestServer/waitUntil(timeout:_:_:)`` gave up.
     case timedOut(String)
 
     /// A one-line explanation.
