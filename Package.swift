@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -43,6 +44,7 @@ let package = Package(
                 "SynchronizationSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: sharedSwiftSettings
         ),
@@ -145,6 +147,7 @@ let package = Package(
             dependencies: [
                 "WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: sharedSwiftSettings
         ),
