@@ -104,7 +104,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "Demo",
-            dependencies: ["WebSocketStreams", "WebSocketTestServer"],
+            dependencies: [
+                "WebSocketStreams", "WebSocketTestServer",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             path: "Examples/Demo",
             swiftSettings: sharedSwiftSettings
         ),
