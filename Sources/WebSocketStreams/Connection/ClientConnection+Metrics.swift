@@ -14,8 +14,6 @@ extension ClientConnection {
         guard let metrics, wasOpen else { return }
         let (termination, sendQueueChange) = machine.withLock { ($0.termination, $0.takeSendQueueChange()) }
         metrics.sendQueueChanged(by: sendQueueChange)
-        if let termination {
-            metrics.closed(code: termination.code, initiator: termination.initiator)
-        }
+        metrics.closed(code: termination?.code ?? .abnormalClosure, initiator: termination?.initiator ?? .connectionLost)
     }
 }
