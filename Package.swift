@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -44,6 +45,7 @@ let package = Package(
                 "SynchronizationSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: sharedSwiftSettings
         ),
@@ -103,7 +105,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "Demo",
-            dependencies: ["WebSocketStreams", "WebSocketTestServer"],
+            dependencies: [
+                "WebSocketStreams", "WebSocketTestServer",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             path: "Examples/Demo",
             swiftSettings: sharedSwiftSettings
         ),
@@ -146,6 +151,7 @@ let package = Package(
             dependencies: [
                 "WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: sharedSwiftSettings
         ),

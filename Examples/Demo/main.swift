@@ -2,9 +2,11 @@
 //
 // Starts a TestServer on a free port, connects to its echo route, sends a few text and
 // binary messages, prints what went out and what came back, closes with 1000, prints the
-// close code, stops the server and exits 0 (1 on any failure).
+// close code and what the connection reported to swift-metrics, stops the server and exits
+// 0 (1 on any failure).
 import FoundationEssentials
 import Glibc
+import MetricsTestKit
 import WebSocketStreams
 import WebSocketTestServer
 
@@ -22,7 +24,12 @@ enum Demo {
     static func run() async throws {
         let server = try await TestServer.start()
         print("TestServer listening on \(server.url(path: "/"))")
-        let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+        // A program bootstraps a real backend (MetricsSystem.bootstrap); the demo gives the
+        // connection swift-metrics' TestMetrics to print a summary at the end.
+        let metrics = TestMetrics()
+        var configuration = WebSocketConfiguration()
+        configuration.metrics.factory = metrics
+        let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
         print("connected to \(connection.url) (extensions: \(connection.extensions ?? "none"))")
 
         let outgoing: [WebSocketMessage] = [
@@ -47,6 +54,7 @@ enum Demo {
         if let roundTrip { print("ping round trip: \(roundTrip)") }
         await connection.close(code: .normalClosure, reason: "demo done")
         print("closed: \(connection.closeCode.map { "\($0)" } ?? "?") \(connection.closeReason.debugDescription)")
+        printSummary(of: metrics)
         let record = try await server.waitUntil { $0.closeCodes.count == 1 }
         print("server saw \(record.connections[0].messagesReceived) messages and close \(record.closeCodes[0])")
         await server.stop()
@@ -54,6 +62,23 @@ enum Demo {
             throw DemoError.unexpected("expected \(outgoing.count) echoes and a 1000 close")
         }
         print("demo ok")
+    }
+
+    /// One line of what the connection reported (names: the DocC article `Metrics`).
+    static func printSummary(of metrics: TestMetrics) {
+        func total(_ name: String, _ dimensions: [(String, String)] = []) -> Int64 {
+            metrics.counterTotal(label: "websocket_client_\(name)", dimensions: dimensions)
+        }
+        func microseconds(_ name: String) -> String {
+            let last = metrics.timers(label: "websocket_client_\(name)").first?.lastValue ?? 0
+            return "\(last / 1000) µs"
+        }
+        let closes = metrics.counters(label: "websocket_client_connections_closed_total")
+            .flatMap { $0.dimensions.filter { $0.0 == "code" }.map(\.1) }
+        print("metrics: \(total("connections_opened_total")) opened, closed with \(closes.joined(separator: ", ")); "
+            + "sent \(total("messages_sent_total")) messages (\(total("bytes_sent_total")) B), "
+            + "received \(total("messages_received_total")) (\(total("bytes_received_total")) B); "
+            + "handshake \(microseconds("handshake_duration")), ping \(microseconds("ping_rtt"))")
     }
 
     enum DemoError: Error { case unexpected(String) }

@@ -25,6 +25,21 @@ extension WebSocket {
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         eventLoop: WebSocketEventLoop = .shared
     ) async throws -> WebSocket {
+        let metrics = ConnectionMetrics(configuration.metrics)
+        do {
+            return try await open(url, configuration: configuration, eventLoop: eventLoop, metrics: metrics)
+        } catch {
+            metrics?.connectFailed(error)
+            throw error
+        }
+    }
+
+    /// The work of ``connect(to:configuration:eventLoop:)-(String,_,_)``, with the metrics
+    /// that count its failures.
+    private static func open(
+        _ url: String, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
+        metrics: ConnectionMetrics?
+    ) async throws -> WebSocket {
         let parsed = try WebSocketURL(parsing: url)
         try ConfigurationValidator.validate(configuration)
         let deadline = ContinuousClock.now + configuration.connectTimeout
@@ -55,7 +70,7 @@ extension WebSocket {
         }
         let connection = ClientConnection(
             url: parsed, configuration: configuration, eventLoop: eventLoop,
-            target: target, handshakeDeadline: deadline)
+            target: target, handshakeDeadline: deadline, metrics: metrics)
         try await connection.connect()
         return WebSocket(connection: connection)
     }

@@ -18,6 +18,7 @@ import Logging
 /// | ``proxy`` | none | `.environment`, or an HTTP (CONNECT) or SOCKS5 proxy URL, e.g. `http://127.0.0.1:3128` |
 /// | ``logger`` | silent | Receives the connection's and libwebsockets' log lines |
 /// | ``redactsSecretsInLogs`` | `true` | Credentials never appear in those lines |
+/// | ``metrics`` | `MetricsSystem.factory` | Where swift-metrics go (nowhere until a backend is bootstrapped) |
 ///
 /// ```swift
 /// var configuration = WebSocketConfiguration()
@@ -94,6 +95,9 @@ public struct WebSocketConfiguration: Sendable {
     /// with token, key, secret, password, session or auth in it), the URL's query values
     /// and user info. On by default; turn it off only to debug authentication locally.
     public var redactsSecretsInLogs = true
+
+    /// Where the connection's swift-metrics go and how they are labelled; see <doc:Metrics>.
+    public var metrics = Metrics()
 
     /// Sees the control frames this side sends and receives, for tools such as wsdump.
     /// Called on the loop's service thread: it must return at once (e.g. yield to a stream).

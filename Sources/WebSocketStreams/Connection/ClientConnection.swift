@@ -23,11 +23,14 @@ final class ClientConnection: ServiceThreadWork {
     private let waiterIDs = Atomic<UInt64>(0)
     /// Payload bytes handed to lws so far (written by the service thread, read by anyone).
     let bytesWritten = Atomic<Int>(0)
+    /// The connection's metric handles; `nil` when no metrics backend is there.
+    let metrics: ConnectionMetrics?
 
     init(
         url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
-        target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant
+        target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant, metrics: ConnectionMetrics? = nil
     ) {
+        self.metrics = metrics
         self.url = url
         self.configuration = configuration
         self.logger = configuration.logger
@@ -40,7 +43,10 @@ final class ClientConnection: ServiceThreadWork {
     // MARK: - Service thread entry
 
     func runOnServiceThread() {
-        let requests = machine.withLock { $0.takeRequests() }
+        let (requests, sendQueueChange) = machine.withLock { machine in
+            (machine.takeRequests(), metrics == nil ? 0 : machine.takeSendQueueChange())
+        }
+        if sendQueueChange != 0 { metrics?.sendQueueChanged(by: sendQueueChange) }
         transport.service(self, requests: requests, loop: eventLoop.clientLoop)
     }
 

@@ -236,6 +236,7 @@ extension ClientTransport {
     /// Hands the messages gathered so far to the state machine.
     private func deliverIncoming(_ connection: ClientConnection, loop: ClientLoop) {
         guard !incoming.isEmpty else { return }
+        connection.metrics?.received(incoming)
         var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
         let pause = connection.machine.withLock { $0.receive(contentsOf: incoming, deliveries: &deliveries) }
         incoming.removeAll(keepingCapacity: incoming.count <= 1024)
@@ -275,6 +276,7 @@ extension ClientTransport {
 
     private func pongReceived(_ connection: ClientConnection, _ payload: [UInt8], at now: ContinuousClock.Instant) {
         guard let (ping, roundTrip) = keepalive?.pongReceived(payload, at: now) else { return }
+        connection.metrics?.pongReceived(roundTrip: roundTrip)
         configuration.controlFrameObserver?(.pongReceived(roundTrip: roundTrip))
         if ping.tag == .user, let (waiter, userRoundTrip) = connection.machine.withLock({ $0.pong(id: ping.id, at: now) }) {
             waiter.resume(returning: userRoundTrip)

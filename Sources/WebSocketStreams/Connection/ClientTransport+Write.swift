@@ -46,6 +46,7 @@ extension ClientTransport {
                 requestWritable()
             }
             noteBytesWritten(connection)
+            if let metrics = connection.metrics { metrics.sent(writer.takeWrittenTally()) }
             if writer.closeWritten, pendingOutput.isEmpty, !closing.sent {
                 closing.sent = true
                 if let frame = closeFrameQueued, let code = frame.code {
@@ -68,9 +69,12 @@ extension ClientTransport {
             swap(&batch, &spareBatch)
         }
         let mayPing = keepalive?.mayPing ?? false
-        connection.machine.withLock { machine in
+        let measuresQueue = connection.metrics != nil
+        let sendQueueChange = connection.machine.withLock { machine in
             machine.takeWrites(budget: Self.flushBudget, into: &batch, mayPing: mayPing, now: .now)
+            return measuresQueue ? machine.takeSendQueueChange() : 0
         }
+        if sendQueueChange != 0 { connection.metrics?.sendQueueChanged(by: sendQueueChange) }
         for sender in batch.admitted { sender.resume() }
         for (id, chosen) in batch.pings {
             let payload = chosen ?? Keepalive.payload(tag: .user, id: id)

@@ -306,6 +306,7 @@ final class ClientTransport: @unchecked Sendable {
             }
         }
         phase = .open
+        connection.recordOpened()  // metrics hook
         if let tls, let tlsContext = target.tlsContext {
             // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
             if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
@@ -413,6 +414,7 @@ final class ClientTransport: @unchecked Sendable {
             if let error, !wasOpen { return machine.connectFailed(error) }
             return machine.transportClosed(unwritten: unwritten, abnormalEnd: abnormalEnd)
         }
+        connection.recordEnded(wasOpen: wasOpen)  // metrics hook, before the waiters resume
         finale?.run()
     }
 

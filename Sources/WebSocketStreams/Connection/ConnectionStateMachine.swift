@@ -244,6 +244,17 @@ struct ConnectionStateMachine {
     /// Bytes accepted and not yet handed to lws, and senders waiting for room.
     var sendBacklog: (bytes: Int, parkedSenders: Int) { (outbound.bytes, outbound.parkedCount) }
 
+    /// The send queue's size when the metrics last saw it.
+    private var reportedSendQueueBytes = 0
+
+    /// How many bytes the send queue grew (negative: shrank) since the last call: the
+    /// metrics follow it once per service pass, not once per `send`.
+    mutating func takeSendQueueChange() -> Int {
+        let change = outbound.bytes - reportedSendQueueBytes
+        reportedSendQueueBytes = outbound.bytes
+        return change
+    }
+
     /// Whether writes are waiting (asked after a writable pass); pings count only when
     /// one may be sent now.
     func hasPendingWrites(mayPing: Bool) -> Bool {

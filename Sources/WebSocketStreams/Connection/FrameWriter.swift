@@ -44,6 +44,8 @@ struct FrameWriter {
     private let deflater: MessageDeflater?
     /// Payload bytes of data messages encoded so far (before compression).
     private(set) var messageBytesWritten = 0
+    /// Data messages encoded since the metrics last took them (``takeWrittenTally()``).
+    private var tally = WrittenTally()
 
     init(deflater: MessageDeflater? = nil) {
         self.deflater = deflater
@@ -126,7 +128,7 @@ struct FrameWriter {
                 current.offset += count
                 used += count
                 if current.offset == current.payloadCount {
-                    messageBytesWritten += current.message.byteCount
+                    finished(current.message)
                     outgoing = nil
                 } else {
                     outgoing = current
@@ -174,7 +176,7 @@ struct FrameWriter {
                 current.frameStart = current.offset
                 current.frameEnd = current.offset + length
                 if length == 0 {
-                    messageBytesWritten += current.message.byteCount
+                    finished(current.message)
                     outgoing = nil
                 } else {
                     outgoing = current
@@ -196,6 +198,27 @@ struct FrameWriter {
             break
         }
         return used
+    }
+
+    /// Data messages written whole, by type, and their payload bytes (before compression).
+    struct WrittenTally {
+        var textMessages = 0
+        var binaryMessages = 0
+        var bytes = 0
+    }
+
+    /// What was written since the last call (the metrics take it once per flush).
+    mutating func takeWrittenTally() -> WrittenTally {
+        defer { tally = WrittenTally() }
+        return tally
+    }
+
+    /// The last byte of `message` has been encoded.
+    private mutating func finished(_ message: WebSocketMessage) {
+        let count = message.byteCount
+        messageBytesWritten += count
+        tally.bytes += count
+        if case .text = message { tally.textMessages += 1 } else { tally.binaryMessages += 1 }
     }
 
     /// Starts a message: compresses it whole when compression is on and it is worth it.

@@ -1,3 +1,4 @@
+import CoreMetrics
 import DequeModule
 import SynchronizationSupport
 
@@ -6,9 +7,13 @@ extension ReconnectingStorage {
     /// waits for it to end, backs off, and repeats until the state machine says finish.
     func supervise() async {
         var action = shared.withLock { $0.machine.start() }
+        let reconnects = MetricsScope(configuration.metrics)?.counter(ConnectionMetrics.Names.reconnects)
+        var isFirstAttempt = true
         while true {
             switch action {
             case .connect(let attempt):
+                if !isFirstAttempt { reconnects?.increment() }
+                isFirstAttempt = false
                 publish(.connecting(attempt: attempt))
                 action = await runConnection()
             case .wait(let delay, let cause):

@@ -1,0 +1,19 @@
+import SynchronizationSupport
+
+extension ClientConnection {
+    /// The transport reached the open phase (service thread): counts the connection as
+    /// opened and records how long the handshake took. A hook in ``ClientTransport``.
+    func recordOpened() {
+        metrics?.opened(at: .now)
+    }
+
+    /// The transport ended (service thread, after the state machine closed): a connection
+    /// that had opened is counted as closed with its code, and its share of the send-queue
+    /// meter goes back to zero. A hook in ``ClientTransport``.
+    func recordEnded(wasOpen: Bool) {
+        guard let metrics, wasOpen else { return }
+        let (termination, sendQueueChange) = machine.withLock { ($0.termination, $0.takeSendQueueChange()) }
+        metrics.sendQueueChanged(by: sendQueueChange)
+        metrics.closed(code: termination?.code ?? .abnormalClosure, initiator: termination?.initiator ?? .connectionLost)
+    }
+}
