@@ -30,7 +30,7 @@ struct DirectLink: SessionLink {
         await connection.close(code: code, reason: reason)
     }
 
-    var bytesWritten: Int { connection.bytesWritten }
+    var writtenMessageBytes: Int { connection.writtenMessageBytes }
 
     var isOpen: Bool { connection.isOpen }
 }

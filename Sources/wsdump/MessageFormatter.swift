@@ -87,13 +87,15 @@ struct MessageFormatter: Sendable {
         "closed: \(code)" + quotedReason(reason)
     }
 
-    /// One line for a control frame (`-vv`), e.g. `< pong (0.42 ms)` or `> close: 1000 (normal closure)`.
-    static func controlFrameLine(_ event: ControlFrameEvent) -> String {
-        switch event {
-        case .pingSent(let keepalive): keepalive ? "> ping (keep-alive)" : "> ping"
-        case .pongReceived(let roundTrip): "< pong (\(milliseconds(roundTrip)))"
-        case .closeReceived(let code, let reason): "< close: \(code)" + quotedReason(reason)
-        case .closeSent(let code, let reason): "> close: \(code)" + quotedReason(reason)
+    /// One line for a control frame (`-vv`), e.g. `< pong (0.42 ms)` or `> close: 1000 (normal closure)`;
+    /// the SDK's own description for other kinds.
+    static func controlFrameLine(_ event: WebSocketWireEvent) -> String {
+        switch event.kind {
+        case .pingSent: event.isKeepalive ? "> ping (keep-alive)" : "> ping"
+        case .pongReceived: "< pong (\(milliseconds(event.roundTrip ?? .zero)))"
+        case .closeReceived: "< close: \(event.closeCode ?? .noStatusReceived)" + quotedReason(event.closeReason ?? "")
+        case .closeSent: "> close: \(event.closeCode ?? .noStatusReceived)" + quotedReason(event.closeReason ?? "")
+        default: event.description
         }
     }
 

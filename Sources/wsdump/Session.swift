@@ -80,9 +80,6 @@ final class Session {
     func run() async -> ExitStatus {
         let post = post
         signalWatcher = SignalWatcher { _ in post.yield(.interrupted) }
-        if options.verbosity >= 2, let url = try? WebSocketURL(parsing: options.url) {
-            printStatus(HandshakeDescription.request(url: url, configuration: options.configuration, redactor: redactor))
-        }
         if let timeout = options.timeout { startTimer(after: timeout, posting: .timeoutElapsed) }
         startConnecting()
         var status = ExitStatus.connectionFailed
@@ -119,7 +116,7 @@ final class Session {
             receiveEnded = true
             return endIfFinished()
         case .state(let state): return stateChanged(state)
-        case .controlFrame(let frame): controlFrame(frame)
+        case .wire(let event): wireEvent(event)
         case .inputLine(let bytes): inputLine(bytes)
         case .keys(let bytes): typed(bytes)
         case .inputEnded: inputFinished()
@@ -142,7 +139,7 @@ final class Session {
         let post = post
         var configuration = options.configuration
         if options.verbosity >= 2 || options.jsonLines {
-            configuration.controlFrameObserver = { frame in post.yield(.controlFrame(frame)) }
+            configuration.wireEventObserver = { event in post.yield(.wire(event)) }
         }
         if options.reconnect {
             let reconnecting = ReconnectingLink(url: options.url, configuration: configuration) { connection in
@@ -174,9 +171,6 @@ final class Session {
         if options.verbosity >= 1, connection.isTLSSessionResumed { details.append("TLS session resumed") }
         let url = redactor.url(connection.url)
         printStatus(["connected to \(url)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")])
-        if options.verbosity >= 2 {
-            printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
-        }
         if options.jsonLines {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
             record.url = url
@@ -188,9 +182,6 @@ final class Session {
     private func reconnected(_ connection: WebSocket) {
         openedAt = openedAt ?? .now
         if options.verbosity >= 1, connection.isTLSSessionResumed { printStatus(["TLS session resumed"]) }
-        if options.verbosity >= 2 {
-            printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
-        }
         if options.jsonLines {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
             record.url = redactor.url(connection.url)

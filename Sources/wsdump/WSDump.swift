@@ -124,11 +124,13 @@ struct WSDump: AsyncParsableCommand {
     /// The options for the session, or a `ValidationError` saying what is wrong.
     func makeSessionOptions() throws -> SessionOptions {
         do {
-            _ = try WebSocketURL(parsing: url)
+            try WebSocket.validateURL(url)
         } catch {
             throw ValidationError(String(describing: error))
         }
         var configuration = WebSocketConfiguration()
+        // -vv shows the handshake as the SDK reports it: redacted unless --show-secrets.
+        configuration.redactsSecretsInLogs = !showSecrets
         do {
             let listed = try headers.map(HeaderArguments.parseList) ?? []
             for header in listed + (try header.map(HeaderArguments.parse)) {
