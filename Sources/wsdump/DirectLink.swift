@@ -33,4 +33,8 @@ struct DirectLink: SessionLink {
     var writtenMessageBytes: Int { connection.writtenMessageBytes }
 
     var isOpen: Bool { connection.isOpen }
+
+    var isConnected: Bool { connection.isOpen }
+
+    var unsentMessages: [WebSocketMessage] { connection.unsentMessages }
 }

@@ -99,6 +99,26 @@ struct MessageFormatter: Sendable {
         }
     }
 
+    /// A message as named in the list of unsent ones: text quoted (cut after 40
+    /// characters), binary by its size, e.g. `"hello"` or `binary (1024 bytes)`.
+    static func shortName(of message: WebSocketMessage) -> String {
+        switch message {
+        case .text(let text):
+            let cut = text.count > 40 ? String(text.prefix(40)) + "..." : text
+            return visible(cut).debugDescription
+        case .binary(let data):
+            return "binary (\(byteCount(data.count)))"
+        }
+    }
+
+    /// `1 message was not sent: "hello"`: the messages never delivered, at most five by name.
+    static func undeliveredLine(_ names: [String]) -> String {
+        let count = names.count
+        var line = "\(count) message\(count == 1 ? " was" : "s were") not sent: " + names.prefix(5).joined(separator: ", ")
+        if count > 5 { line += ", and \(count - 5) more" }
+        return line
+    }
+
     /// A `--reconnect` state change, e.g. `reconnecting after 0.44 seconds (connection failed: ...)`.
     static func stateLine(_ state: ReconnectingWebSocket.State) -> String {
         guard case .reconnecting(let delay, let cause) = state else { return state.description }

@@ -65,4 +65,11 @@ final class ReconnectingLink: SessionLink {
     var writtenMessageBytes: Int { current.connection.withLock { $0?.writtenMessageBytes ?? 0 } }
 
     var isOpen: Bool { !socket.state.isTerminal }
+
+    var isConnected: Bool {
+        if case .connected = socket.state { return true }
+        return false
+    }
+
+    var unsentMessages: [WebSocketMessage] { socket.unsentMessages }
 }

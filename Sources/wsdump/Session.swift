@@ -52,6 +52,8 @@ final class Session {
     var receivedCount = 0
     var timedOut = false
     var interrupts = 0
+    /// The codes ``closeNow(_:reason:)`` has closed with (each at most once).
+    var closedNow: Set<WebSocketCloseCode> = []
     var inputStarted = false
     var inputEnded = false
     var receiveEnded = false
@@ -97,6 +99,7 @@ final class Session {
         } else {
             await outgoing?.stop()
         }
+        status = reportUndelivered(status)
         await console.flush()
         return status
     }

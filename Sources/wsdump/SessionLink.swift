@@ -18,4 +18,8 @@ protocol SessionLink: Sendable {
     var writtenMessageBytes: Int { get }
     /// Whether messages can still be sent.
     var isOpen: Bool { get }
+    /// Whether a connection is open now (for `--reconnect`, not between connections).
+    var isConnected: Bool { get }
+    /// Messages whose `send` returned but that no connection wrote before the end.
+    var unsentMessages: [WebSocketMessage] { get }
 }
