@@ -23,7 +23,9 @@ struct WSDump: AsyncParsableCommand {
             used on terminals only, and never when NO_COLOR is set.
 
             When input ends, wsdump waits --eof-wait seconds (still printing what arrives), \
-            then closes with 1000 and waits for the server's close.
+            then closes with 1000 and waits for the server's close. With --reconnect, lines \
+            wait for the next connection, but end of input and signals end the session at \
+            once. Messages that were never sent are named on standard error (status 1).
 
             \(ExitStatus.helpText)
             """)
