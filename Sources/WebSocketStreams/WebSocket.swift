@@ -175,9 +175,14 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.responseHeaders }
     }
 
-    /// Bytes of payload handed to the socket so far (after `send` queued them); wsdump
-    /// draws its upload progress from it.
-    package var bytesWritten: Int {
+    /// The total size of the data messages written to the socket so far, in payload bytes
+    /// before compression. A message counts once its last frame has been written (handed
+    /// to the kernel, through TLS for `wss://`), which can be well after its `send`
+    /// returned; messages that are only queued do not count.
+    ///
+    /// Compare it with the sizes of the messages sent to see how far a backlog has got,
+    /// e.g. for an upload's progress.
+    public var writtenMessageBytes: Int {
         connection.bytesWritten.load(ordering: .relaxed)
     }
 

@@ -17,8 +17,9 @@ import Logging
 /// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
 /// | ``proxy`` | none | `.environment`, or an HTTP (CONNECT) or SOCKS5 proxy URL, e.g. `http://127.0.0.1:3128` |
 /// | ``logger`` | silent | Receives the connection's and libwebsockets' log lines |
-/// | ``redactsSecretsInLogs`` | `true` | Credentials never appear in those lines |
+/// | ``redactsSecretsInLogs`` | `true` | Credentials never appear in those lines (nor in ``wireEventObserver``'s handshakes) |
 /// | ``metrics`` | `MetricsSystem.factory` | Where swift-metrics go (nowhere until a backend is bootstrapped) |
+/// | ``wireEventObserver`` | none | Sees the handshake and every ping, pong and close frame |
 ///
 /// ```swift
 /// var configuration = WebSocketConfiguration()
@@ -93,15 +94,28 @@ public struct WebSocketConfiguration: Sendable {
     /// Whether libwebsockets' log lines have this connection's secrets replaced by
     /// `<redacted>`: the values of credential headers (`Authorization`, `Cookie`, any name
     /// with token, key, secret, password, session or auth in it), the URL's query values
-    /// and user info. On by default; turn it off only to debug authentication locally.
+    /// and user info. The handshake heads given to ``wireEventObserver`` are redacted the
+    /// same way, and the server's `Set-Cookie` values too. On by default; turn it off only
+    /// to debug authentication locally.
     public var redactsSecretsInLogs = true
 
     /// Where the connection's swift-metrics go and how they are labelled; see <doc:Metrics>.
     public var metrics = Metrics()
 
-    /// Sees the control frames this side sends and receives, for tools such as wsdump.
-    /// Called on the loop's service thread: it must return at once (e.g. yield to a stream).
-    package var controlFrameObserver: (@Sendable (ControlFrameEvent) -> Void)?
+    /// Sees what the connection sends and receives besides data messages: the opening
+    /// handshake's request and response head (secrets redacted per
+    /// ``redactsSecretsInLogs``) and every ping, pong and close frame; see
+    /// ``WebSocketWireEvent``. `nil` (the default) observes nothing.
+    ///
+    /// It is called on the event loop's service thread, in the order things happen: it
+    /// must return at once and never block (hand the event to a stream or a lock-protected
+    /// buffer). A ``ReconnectingWebSocket`` calls it for each of its connections.
+    ///
+    /// ```swift
+    /// let (events, continuation) = AsyncStream<WebSocketWireEvent>.makeStream()
+    /// configuration.wireEventObserver = { continuation.yield($0) }
+    /// ```
+    public var wireEventObserver: (@Sendable (WebSocketWireEvent) -> Void)?
 
     /// A configuration with every default.
     public init() {}

@@ -30,7 +30,11 @@ struct DirectLink: SessionLink {
         await connection.close(code: code, reason: reason)
     }
 
-    var bytesWritten: Int { connection.bytesWritten }
+    var writtenMessageBytes: Int { connection.writtenMessageBytes }
 
     var isOpen: Bool { connection.isOpen }
+
+    var isConnected: Bool { connection.isOpen }
+
+    var unsentMessages: [WebSocketMessage] { connection.unsentMessages }
 }

@@ -3,9 +3,11 @@ import WebSocketStreams
 /// wsdump's exit codes, as documented in `--help`.
 enum ExitStatus: Int32, Sendable, CaseIterable {
     /// The connection closed normally: 1000 or 1001, sent by either side (also after
-    /// `--count` was reached), or the user pressed Ctrl-C.
+    /// `--count` was reached), or the user pressed Ctrl-C; and every message was sent.
     case normalClose = 0
-    /// No connection was made: refused, unreachable, TLS failure, handshake rejected or timed out.
+    /// No connection was made: refused, unreachable, TLS failure, handshake rejected or
+    /// timed out. Also a session that would have ended with 0 but left messages unsent
+    /// (e.g. `--reconnect` while the server is down), which wsdump names on standard error.
     case connectionFailed = 1
     /// Bad flags or arguments, a malformed URL or an unusable setting (e.g. a missing certificate file).
     case usageError = 2
@@ -19,8 +21,9 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
     static let helpText = """
         EXIT CODES:
           0  closed normally: 1000 or 1001 by either side (also after --count or
-             Ctrl-C), or with the code you chose with /close
-          1  connection or handshake failure (refused, TLS, HTTP status, timeout)
+             Ctrl-C), or with the code you chose with /close, and every message sent
+          1  connection or handshake failure (refused, TLS, HTTP status, timeout),
+             or messages left unsent (named on standard error)
           2  usage error (bad flags or arguments, malformed URL, unusable setting)
           3  closed by the peer with an error code (not 1000/1001), or the connection
              ended with an error after opening (1006, pong timeout, message too big)

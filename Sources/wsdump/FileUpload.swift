@@ -15,7 +15,7 @@ struct FileUpload: Sendable {
     /// Sends `data` as one binary message; with a progress bar, waits until it is written.
     ///
     /// - Parameter bytesQueuedBefore: Payload bytes sent on `link` before this file, so
-    ///   the file is done once `link.bytesWritten` reaches them plus its size.
+    ///   the file is done once `link.writtenMessageBytes` reaches them plus its size.
     func send(_ data: Data, over link: any SessionLink, bytesQueuedBefore: Int) async throws {
         guard let console, data.count >= Self.progressThreshold else {
             try await link.send(.binary(data))
@@ -24,9 +24,9 @@ struct FileUpload: Sendable {
         let target = bytesQueuedBefore + data.count
         let progress = Task {
             while !Task.isCancelled {
-                let done = link.bytesWritten - bytesQueuedBefore
+                let done = link.writtenMessageBytes - bytesQueuedBefore
                 console.setFooter(.init(descriptor: STDERR_FILENO, rendered: ProgressBar.render(done: done, total: data.count)))
-                if link.bytesWritten >= target || !link.isOpen { break }
+                if link.writtenMessageBytes >= target || !link.isOpen { break }
                 try? await Task.sleep(for: refreshInterval)
             }
         }
@@ -41,7 +41,7 @@ struct FileUpload: Sendable {
     /// The contents of `path`, read on a thread of its own (file reads block).
     static func read(_ path: String) async throws -> Data {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
-            let started = DetachedThread.run(name: "wsdump-file") {
+            let started = BlockingThread.run(name: "wsdump-file") {
                 do {
                     continuation.resume(returning: try Data(contentsOf: URL(fileURLWithPath: path)))
                 } catch {

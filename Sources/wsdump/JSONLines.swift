@@ -62,19 +62,21 @@ struct JSONLineRecord: Sendable, Equatable {
         }
     }
 
-    /// A control frame seen by the connection.
-    static func controlFrame(_ event: ControlFrameEvent, time: Double) -> JSONLineRecord {
-        switch event {
+    /// A control frame seen by the connection; `nil` for other wire events (the handshake).
+    static func controlFrame(_ event: WebSocketWireEvent, time: Double) -> JSONLineRecord? {
+        switch event.kind {
         case .pingSent:
             return JSONLineRecord(time: time, direction: .outgoing, type: .ping)
-        case .pongReceived(let roundTrip):
+        case .pongReceived:
             var record = JSONLineRecord(time: time, direction: .incoming, type: .pong)
-            record.roundTrip = roundTrip.inSeconds
+            record.roundTrip = (event.roundTrip ?? .zero).inSeconds
             return record
-        case .closeReceived(let code, let reason):
-            return close(direction: .incoming, code: code, reason: reason, time: time)
-        case .closeSent(let code, let reason):
-            return close(direction: .outgoing, code: code, reason: reason, time: time)
+        case .closeReceived:
+            return close(direction: .incoming, code: event.closeCode ?? .noStatusReceived, reason: event.closeReason ?? "", time: time)
+        case .closeSent:
+            return close(direction: .outgoing, code: event.closeCode ?? .noStatusReceived, reason: event.closeReason ?? "", time: time)
+        default:
+            return nil
         }
     }
 

@@ -87,14 +87,36 @@ struct MessageFormatter: Sendable {
         "closed: \(code)" + quotedReason(reason)
     }
 
-    /// One line for a control frame (`-vv`), e.g. `< pong (0.42 ms)` or `> close: 1000 (normal closure)`.
-    static func controlFrameLine(_ event: ControlFrameEvent) -> String {
-        switch event {
-        case .pingSent(let keepalive): keepalive ? "> ping (keep-alive)" : "> ping"
-        case .pongReceived(let roundTrip): "< pong (\(milliseconds(roundTrip)))"
-        case .closeReceived(let code, let reason): "< close: \(code)" + quotedReason(reason)
-        case .closeSent(let code, let reason): "> close: \(code)" + quotedReason(reason)
+    /// One line for a control frame (`-vv`), e.g. `< pong (0.42 ms)` or `> close: 1000 (normal closure)`;
+    /// the SDK's own description for other kinds.
+    static func controlFrameLine(_ event: WebSocketWireEvent) -> String {
+        switch event.kind {
+        case .pingSent: event.isKeepalive ? "> ping (keep-alive)" : "> ping"
+        case .pongReceived: "< pong (\(milliseconds(event.roundTrip ?? .zero)))"
+        case .closeReceived: "< close: \(event.closeCode ?? .noStatusReceived)" + quotedReason(event.closeReason ?? "")
+        case .closeSent: "> close: \(event.closeCode ?? .noStatusReceived)" + quotedReason(event.closeReason ?? "")
+        default: event.description
         }
+    }
+
+    /// A message as named in the list of unsent ones: text quoted (cut after 40
+    /// characters), binary by its size, e.g. `"hello"` or `binary (1024 bytes)`.
+    static func shortName(of message: WebSocketMessage) -> String {
+        switch message {
+        case .text(let text):
+            let cut = text.count > 40 ? String(text.prefix(40)) + "..." : text
+            return visible(cut).debugDescription
+        case .binary(let data):
+            return "binary (\(byteCount(data.count)))"
+        }
+    }
+
+    /// `1 message was not sent: "hello"`: the messages never delivered, at most five by name.
+    static func undeliveredLine(_ names: [String]) -> String {
+        let count = names.count
+        var line = "\(count) message\(count == 1 ? " was" : "s were") not sent: " + names.prefix(5).joined(separator: ", ")
+        if count > 5 { line += ", and \(count - 5) more" }
+        return line
     }
 
     /// A `--reconnect` state change, e.g. `reconnecting after 0.44 seconds (connection failed: ...)`.

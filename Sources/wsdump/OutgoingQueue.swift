@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SynchronizationSupport
 import WebSocketStreams
 
 /// Sends, in order and on a task of its own, what the session hands it: messages, the
@@ -18,44 +19,50 @@ final class OutgoingQueue: Sendable {
         case close(code: WebSocketCloseCode, reason: String)
     }
 
-    private let continuation: AsyncStream<Item>.Continuation
+    private let continuation: AsyncStream<(id: Int, item: Item)>.Continuation
     private let sender: Task<Void, Never>
-    /// Messages and files queued and not yet handed to the connection.
-    private let pending: PendingCount
+    private let ledger: Ledger
 
-    /// Messages and files queued that the connection has not taken yet.
-    var pendingCount: Int { pending.value.load(ordering: .relaxed) }
+    /// The messages and files queued whose sending has not succeeded (yet), in order:
+    /// waiting their turn, being sent, or failed. What is left here when the session ends
+    /// was never delivered.
+    var undelivered: [Item] { ledger.entries.withLock { $0.map(\.item) } }
 
-    /// A count shared with the sending task.
-    private final class PendingCount: Sendable {
-        let value = Atomic<Int>(0)
+    /// Messages and files queued and not delivered, by the number ``enqueue(_:)`` gave them.
+    private final class Ledger: Sendable {
+        let entries = AnnotatedMutex<[(id: Int, item: Item)]>([])
+        let nextID = Atomic<Int>(0)
+
+        func delivered(_ id: Int) {
+            entries.withLock { $0.removeAll { $0.id == id } }
+        }
     }
 
     /// Starts the sending task.
     ///
     /// - Parameters:
     ///   - link: Where to send.
-    ///   - credits: Given back for each input line sent.
+    ///   - credits: Given back for each input line sent (or failed).
     ///   - upload: Sends `--file` uploads (drawing progress).
     ///   - post: Reports what is sent, failures and the end of an upload to the session.
     init(link: any SessionLink, credits: StandardInput.Credits, upload: FileUpload, post: @escaping @Sendable (SessionEvent) -> Void) {
-        let (items, continuation) = AsyncStream<Item>.makeStream()
+        let (items, continuation) = AsyncStream<(id: Int, item: Item)>.makeStream()
         self.continuation = continuation
-        let pending = PendingCount()
-        self.pending = pending
+        let ledger = Ledger()
+        self.ledger = ledger
         sender = Task {
             var bytesQueued = 0
-            for await item in items {
+            for await (id, item) in items {
                 switch item {
                 case .message(let message, let fromInput):
                     post(.sending(message))
                     do {
                         try await link.send(message)
                         bytesQueued += message.byteCount
+                        ledger.delivered(id)
                     } catch {
                         post(.sendFailed("\(message) was not sent: \(error)"))
                     }
-                    pending.value.subtract(1, ordering: .relaxed)
                     if fromInput { credits.giveBack() }
                 case .file(let path):
                     do {
@@ -63,10 +70,10 @@ final class OutgoingQueue: Sendable {
                         post(.sending(.binary(data)))
                         try await upload.send(data, over: link, bytesQueuedBefore: bytesQueued)
                         bytesQueued += data.count
+                        ledger.delivered(id)
                     } catch {
                         post(.sendFailed("\(path) was not sent: \(error)"))
                     }
-                    pending.value.subtract(1, ordering: .relaxed)
                     post(.uploadFinished)
                 case .close(let code, let reason):
                     await link.close(code: code, reason: reason)
@@ -77,8 +84,9 @@ final class OutgoingQueue: Sendable {
 
     /// Queues `item` after everything queued before.
     func enqueue(_ item: Item) {
-        if case .close = item {} else { pending.value.add(1, ordering: .relaxed) }
-        continuation.yield(item)
+        let id = ledger.nextID.add(1, ordering: .relaxed).newValue
+        if case .close = item {} else { ledger.entries.withLock { $0.append((id: id, item: item)) } }
+        continuation.yield((id: id, item: item))
     }
 
     /// Stops sending (the session is over: anything still queued has nowhere to go) and

@@ -44,7 +44,7 @@ final class OutputWriter: Sendable {
     ///   gone away, e.g. `wsdump ... | head -1` after `head` exits.
     init(onClosed: @escaping @Sendable (Int32) -> Void) {
         self.onClosed = onClosed
-        DetachedThread.run(name: "wsdump-output") { [self] in writeForever() }
+        BlockingThread.run(name: "wsdump-output") { [self] in writeForever() }
     }
 
     /// Queues `chunks` to be written in order after everything queued before.

@@ -3,8 +3,8 @@ import WebSocketStreams
 
 /// A session over a ``ReconnectingWebSocket`` (`--reconnect`).
 ///
-/// The socket can only close with 1000 (``ReconnectingWebSocket/close()``) or, by ending
-/// the iteration of its messages, with 1001; other codes are sent as 1000.
+/// 1001 ends the iteration of the socket's messages (the socket ends `cancelled`); other
+/// codes go through ``ReconnectingWebSocket/close(code:reason:)`` (it ends `completed`).
 final class ReconnectingLink: SessionLink {
     /// The connection open now, set by the socket's `onConnect`.
     private final class CurrentConnection: Sendable {
@@ -62,7 +62,14 @@ final class ReconnectingLink: SessionLink {
         }
     }
 
-    var bytesWritten: Int { current.connection.withLock { $0?.bytesWritten ?? 0 } }
+    var writtenMessageBytes: Int { current.connection.withLock { $0?.writtenMessageBytes ?? 0 } }
 
     var isOpen: Bool { !socket.state.isTerminal }
+
+    var isConnected: Bool {
+        if case .connected = socket.state { return true }
+        return false
+    }
+
+    var unsentMessages: [WebSocketMessage] { socket.unsentMessages }
 }

@@ -1,8 +1,8 @@
 /// Hides secrets in what `-v` prints (headers, URLs) unless `--show-secrets` is given.
 ///
-/// Secret headers are `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
-/// `Sec-WebSocket-Key`, `Sec-WebSocket-Accept`, and any name containing `token`, `secret`,
-/// `password` or `api-key`. In URLs, user info and the values of query parameters named
+/// Secret headers are `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, and
+/// any name containing `token`, `secret`, `password` or `api-key`. `Sec-WebSocket-Key` and
+/// `Sec-WebSocket-Accept` are shown: they are a nonce and its hash, not credentials. In URLs, user info and the values of query parameters named
 /// like a token, key, secret, password or auth are hidden.
 struct Redactor: Sendable {
     /// What stands in for a hidden value.
@@ -24,9 +24,7 @@ struct Redactor: Sendable {
     /// Whether header `name` (any case) carries a secret.
     static func isSecretHeader(_ name: String) -> Bool {
         let lowered = name.lowercased()
-        let exact: Set<String> = [
-            "authorization", "proxy-authorization", "cookie", "set-cookie", "sec-websocket-key", "sec-websocket-accept",
-        ]
+        let exact: Set<String> = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
         return exact.contains(lowered)
             || ["token", "secret", "password", "api-key", "api_key", "apikey"].contains(where: lowered.contains)
     }

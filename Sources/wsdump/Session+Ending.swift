@@ -5,6 +5,10 @@ import WebSocketStreams
 extension Session {
     /// Asks for a close once. Through the queue, it follows every message queued before;
     /// otherwise it goes out at once (after what the connection already holds).
+    ///
+    /// With `--reconnect` and no connection open, queued messages have nothing to go out
+    /// on: the close is not queued behind them (it would wait for a server that may never
+    /// come back), and what they were is reported when the session ends.
     func beginClose(_ code: WebSocketCloseCode, reason: String = "", viaQueue: Bool) {
         guard phase == .open, let link else {
             if phase == .connecting { pendingClose = code }
@@ -13,11 +17,18 @@ extension Session {
         phase = .closing
         requestedCloseCode = code
         if isInteractive { console.setFooter(nil) }
-        if viaQueue, let outgoing {
+        if viaQueue, let outgoing, !options.reconnect || link.isConnected {
             outgoing.enqueue(.close(code: code, reason: reason))
         } else {
-            Task { await link.close(code: code, reason: reason) }
+            closeNow(code, reason: reason)
         }
+    }
+
+    /// Closes the link at once, without waiting for the queue (once per code).
+    func closeNow(_ code: WebSocketCloseCode, reason: String = "") {
+        guard let link, !closedNow.contains(code) else { return }
+        closedNow.insert(code)
+        Task { await link.close(code: code, reason: reason) }
     }
 
     /// `--timeout` passed: close with 1000 (or stop connecting); the exit status will be 4.
@@ -45,11 +56,16 @@ extension Session {
             return quitStatus()
         }
         startTimer(after: Self.interruptGrace, posting: .interruptGraceElapsed)
-        if phase == .connecting {
+        switch phase {
+        case .connecting:
             pendingClose = .goingAway
             connectTask?.cancel()
-        } else {
+        case .open:
             beginClose(.goingAway, viaQueue: false)
+        case .closing:
+            // A close already under way (after end of input) may be waiting behind queued
+            // messages: close now.
+            closeNow(.goingAway)
         }
         return nil
     }
@@ -62,13 +78,29 @@ extension Session {
         return quitStatus()
     }
 
-    /// The status when quitting without waiting: messages queued and never handed to the
-    /// connection are reported, and make it non-zero.
+    /// The status when quitting without waiting for the end (unsent messages are
+    /// reported by ``reportUndelivered(_:)`` as the session ends).
     private func quitStatus() -> ExitStatus {
-        let unsent = outgoing?.pendingCount ?? 0
-        guard unsent > 0 else { return .normalClose }
-        printError("\(unsent) message\(unsent == 1 ? " was" : "s were") not sent")
-        return .connectionFailed
+        timedOut ? .timedOut : .normalClose
+    }
+
+    /// The session is over: names the messages (and `--file`) that were never delivered
+    /// (still queued, failed, or accepted by a connection that ended before writing them)
+    /// on standard error, and makes a status that would be 0 a 1.
+    func reportUndelivered(_ status: ExitStatus) -> ExitStatus {
+        var names = (outgoing?.undelivered ?? []).compactMap { item -> String? in
+            switch item {
+            case .message(let message, _): MessageFormatter.shortName(of: message)
+            case .file(let path): "the file \(path)"
+            case .close: nil
+            }
+        }
+        names += (link?.unsentMessages ?? []).map(MessageFormatter.shortName(of:))
+        guard !names.isEmpty else { return status }
+        let line = MessageFormatter.undeliveredLine(names)
+        if options.jsonLines { printData([JSONLineRecord.failure(line, time: Self.unixTime).encoded()]) }
+        printError(line)
+        return status == .normalClose ? .connectionFailed : status
     }
 
     /// A `--reconnect` state change: printed, and the end once it is terminal.
@@ -78,6 +110,11 @@ extension Session {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .state)
             record.data = state.description
             printData([record.encoded()])
+        }
+        if phase == .closing, case .reconnecting = state {
+            // The connection dropped while a close waited behind queued messages: they
+            // cannot go out now, so close without them.
+            closeNow(requestedCloseCode ?? .normalClosure)
         }
         switch state {
         case .failed(let error):

@@ -36,10 +36,19 @@ extension Session {
         }
     }
 
-    /// A control frame: a JSON line with `--jsonl`, a status line with `-vv`.
-    func controlFrame(_ frame: ControlFrameEvent) {
-        if options.jsonLines { printData([JSONLineRecord.controlFrame(frame, time: Self.unixTime).encoded()]) }
-        if options.verbosity >= 2 { printStatus([MessageFormatter.controlFrameLine(frame)]) }
+    /// A handshake head or a control frame: with `-vv`, the handshake's request and
+    /// response headers and one status line per control frame; with `--jsonl`, a JSON line
+    /// per control frame.
+    func wireEvent(_ event: WebSocketWireEvent) {
+        if options.jsonLines, let record = JSONLineRecord.controlFrame(event, time: Self.unixTime) {
+            printData([record.encoded()])
+        }
+        guard options.verbosity >= 2 else { return }
+        if let lines = HandshakeDescription.lines(for: event, proxy: options.configuration.proxy?.url, redactor: redactor) {
+            printStatus(lines)
+        } else {
+            printStatus([MessageFormatter.controlFrameLine(event)])
+        }
     }
 
     /// Lines of data on standard output.

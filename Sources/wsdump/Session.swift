@@ -52,6 +52,8 @@ final class Session {
     var receivedCount = 0
     var timedOut = false
     var interrupts = 0
+    /// The codes ``closeNow(_:reason:)`` has closed with (each at most once).
+    var closedNow: Set<WebSocketCloseCode> = []
     var inputStarted = false
     var inputEnded = false
     var receiveEnded = false
@@ -80,9 +82,6 @@ final class Session {
     func run() async -> ExitStatus {
         let post = post
         signalWatcher = SignalWatcher { _ in post.yield(.interrupted) }
-        if options.verbosity >= 2, let url = try? WebSocketURL(parsing: options.url) {
-            printStatus(HandshakeDescription.request(url: url, configuration: options.configuration, redactor: redactor))
-        }
         if let timeout = options.timeout { startTimer(after: timeout, posting: .timeoutElapsed) }
         startConnecting()
         var status = ExitStatus.connectionFailed
@@ -100,6 +99,7 @@ final class Session {
         } else {
             await outgoing?.stop()
         }
+        status = reportUndelivered(status)
         await console.flush()
         return status
     }
@@ -119,7 +119,7 @@ final class Session {
             receiveEnded = true
             return endIfFinished()
         case .state(let state): return stateChanged(state)
-        case .controlFrame(let frame): controlFrame(frame)
+        case .wire(let event): wireEvent(event)
         case .inputLine(let bytes): inputLine(bytes)
         case .keys(let bytes): typed(bytes)
         case .inputEnded: inputFinished()
@@ -142,7 +142,7 @@ final class Session {
         let post = post
         var configuration = options.configuration
         if options.verbosity >= 2 || options.jsonLines {
-            configuration.controlFrameObserver = { frame in post.yield(.controlFrame(frame)) }
+            configuration.wireEventObserver = { event in post.yield(.wire(event)) }
         }
         if options.reconnect {
             let reconnecting = ReconnectingLink(url: options.url, configuration: configuration) { connection in
@@ -174,9 +174,6 @@ final class Session {
         if options.verbosity >= 1, connection.isTLSSessionResumed { details.append("TLS session resumed") }
         let url = redactor.url(connection.url)
         printStatus(["connected to \(url)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")])
-        if options.verbosity >= 2 {
-            printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
-        }
         if options.jsonLines {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
             record.url = url
@@ -188,9 +185,6 @@ final class Session {
     private func reconnected(_ connection: WebSocket) {
         openedAt = openedAt ?? .now
         if options.verbosity >= 1, connection.isTLSSessionResumed { printStatus(["TLS session resumed"]) }
-        if options.verbosity >= 2 {
-            printStatus(HandshakeDescription.response(headers: connection.responseHeaders, redactor: redactor))
-        }
         if options.jsonLines {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
             record.url = redactor.url(connection.url)

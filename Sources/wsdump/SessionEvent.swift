@@ -19,8 +19,8 @@ enum SessionEvent: Sendable {
     case receiveEnded
     /// The reconnecting socket's state changed.
     case state(ReconnectingWebSocket.State)
-    /// A control frame went out or came in.
-    case controlFrame(ControlFrameEvent)
+    /// A handshake head or a control frame went out or came in (`-vv`, `--jsonl`).
+    case wire(WebSocketWireEvent)
     /// A line of piped input.
     case inputLine([UInt8])
     /// Bytes typed at the terminal (raw mode).

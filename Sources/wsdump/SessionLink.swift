@@ -13,8 +13,13 @@ protocol SessionLink: Sendable {
     func ping(payload: [UInt8]?) async throws -> Duration
     /// Closes with `code` and waits for the end.
     func close(code: WebSocketCloseCode, reason: String) async
-    /// Payload bytes written so far (for the upload progress bar); 0 when unknown.
-    var bytesWritten: Int { get }
+    /// Payload bytes of whole messages written so far (``WebSocket/writtenMessageBytes``,
+    /// for the upload progress bar); 0 when unknown.
+    var writtenMessageBytes: Int { get }
     /// Whether messages can still be sent.
     var isOpen: Bool { get }
+    /// Whether a connection is open now (for `--reconnect`, not between connections).
+    var isConnected: Bool { get }
+    /// Messages whose `send` returned but that no connection wrote before the end.
+    var unsentMessages: [WebSocketMessage] { get }
 }

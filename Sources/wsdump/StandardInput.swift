@@ -24,7 +24,7 @@ enum StandardInput {
     static func readLines(
         credits: Credits, onLine: @escaping @Sendable ([UInt8]) -> Void, onEnd: @escaping @Sendable () -> Void
     ) {
-        let started = DetachedThread.run(name: "wsdump-stdin") {
+        let started = BlockingThread.run(name: "wsdump-stdin") {
             var splitter = LineSplitter()
             readChunks { chunk in
                 for line in splitter.feed(chunk) {
@@ -44,7 +44,7 @@ enum StandardInput {
     /// Reads raw bytes (keys, in raw mode) until end of input: `onBytes` for each read,
     /// then `onEnd` once.
     static func readBytes(onBytes: @escaping @Sendable ([UInt8]) -> Void, onEnd: @escaping @Sendable () -> Void) {
-        let started = DetachedThread.run(name: "wsdump-keys") {
+        let started = BlockingThread.run(name: "wsdump-keys") {
             readChunks(onBytes)
             onEnd()
         }

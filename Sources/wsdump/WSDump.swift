@@ -23,7 +23,9 @@ struct WSDump: AsyncParsableCommand {
             used on terminals only, and never when NO_COLOR is set.
 
             When input ends, wsdump waits --eof-wait seconds (still printing what arrives), \
-            then closes with 1000 and waits for the server's close.
+            then closes with 1000 and waits for the server's close. With --reconnect, lines \
+            wait for the next connection, but end of input and signals end the session at \
+            once. Messages that were never sent are named on standard error (status 1).
 
             \(ExitStatus.helpText)
             """)
@@ -130,11 +132,13 @@ struct WSDump: AsyncParsableCommand {
     /// The options for the session, or a `ValidationError` saying what is wrong.
     func makeSessionOptions() throws -> SessionOptions {
         do {
-            _ = try WebSocketURL(parsing: url)
+            try WebSocket.validateURL(url)
         } catch {
             throw ValidationError(String(describing: error))
         }
         var configuration = WebSocketConfiguration()
+        // -vv shows the handshake as the SDK reports it: redacted unless --show-secrets.
+        configuration.redactsSecretsInLogs = !showSecrets
         do {
             let listed = try headers.map(HeaderArguments.parseList) ?? []
             for header in listed + (try header.map(HeaderArguments.parse)) {

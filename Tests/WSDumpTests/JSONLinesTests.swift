@@ -23,12 +23,13 @@ struct JSONLinesTests {
     }
 
     @Test func controlFrames() {
-        #expect(JSONLineRecord.controlFrame(.pingSent(keepalive: false), time: 1).encoded()
+        #expect(JSONLineRecord.controlFrame(.pingSent(keepalive: false), time: 1)?.encoded()
             == #"{"direction":"out","time":1,"type":"ping"}"#)
-        #expect(JSONLineRecord.controlFrame(.pongReceived(roundTrip: .milliseconds(250)), time: 1).encoded()
+        #expect(JSONLineRecord.controlFrame(.pongReceived(roundTrip: .milliseconds(250)), time: 1)?.encoded()
             == #"{"direction":"in","rtt":0.25,"time":1,"type":"pong"}"#)
-        #expect(JSONLineRecord.controlFrame(.closeReceived(code: 4001, reason: "no"), time: 1).encoded()
+        #expect(JSONLineRecord.controlFrame(.closeReceived(code: 4001, reason: "no"), time: 1)?.encoded()
             == #"{"code":4001,"direction":"in","reason":"no","time":1,"type":"close"}"#)
+        #expect(JSONLineRecord.controlFrame(.handshakeRequestSent(head: "GET / HTTP/1.1\r\n\r\n"), time: 1) == nil)
     }
 
     @Test func escapeCodesAreEscaped() {

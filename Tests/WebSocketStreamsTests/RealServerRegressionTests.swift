@@ -22,8 +22,8 @@ struct RealServerRegressionTests {
             let bystander = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration, eventLoop: loop)
             configuration.maxMessageSize = 1 << 20
             let closesSent = Mutex<[WebSocketCloseCode]>([])
-            configuration.controlFrameObserver = { event in
-                if case .closeSent(let code, _) = event { closesSent.withLock { $0.append(code) } }
+            configuration.wireEventObserver = { event in
+                if event.kind == .closeSent, let code = event.closeCode { closesSent.withLock { $0.append(code) } }
             }
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/push?count=1&size=\(size)"), configuration: configuration, eventLoop: loop)
@@ -71,8 +71,8 @@ struct RealServerRegressionTests {
             var configuration = WebSocketConfiguration()
             configuration.pingInterval = nil
             configuration.pongTimeout = .milliseconds(300)
-            configuration.controlFrameObserver = { event in
-                if case .pingSent = event { pings.add(1, ordering: .relaxed) }
+            configuration.wireEventObserver = { event in
+                if event.kind == .pingSent { pings.add(1, ordering: .relaxed) }
             }
             // A server that never reads: any ping would go unanswered and end the
             // connection with pongTimeout after 300 ms.

@@ -122,6 +122,7 @@ extension ClientTransport {
                     phase = .upgrading(parser)
                     return
                 }
+                reportHandshakeResponse(head)
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
                 upgradeAnswered(connection, head: head, rest: rest, loop: loop)
             } catch {
@@ -277,7 +278,7 @@ extension ClientTransport {
     private func pongReceived(_ connection: ClientConnection, _ payload: [UInt8], at now: ContinuousClock.Instant) {
         guard let (ping, roundTrip) = keepalive?.pongReceived(payload, at: now) else { return }
         connection.metrics?.pongReceived(roundTrip: roundTrip)
-        configuration.controlFrameObserver?(.pongReceived(roundTrip: roundTrip))
+        configuration.wireEventObserver?(.pongReceived(roundTrip: roundTrip))
         if ping.tag == .user, let (waiter, userRoundTrip) = connection.machine.withLock({ $0.pong(id: ping.id, at: now) }) {
             waiter.resume(returning: userRoundTrip)
         }
@@ -289,7 +290,7 @@ extension ClientTransport {
     private func peerClosed(_ connection: ClientConnection, _ frame: CloseFrame) {
         closing.received = true
         let code = frame.code ?? .noStatusReceived
-        configuration.controlFrameObserver?(.closeReceived(code: code, reason: frame.reason))
+        configuration.wireEventObserver?(.closeReceived(code: code, reason: frame.reason))
         let (senders, error) = connection.machine.withLock { machine in
             machine.peerClosed(code: code, reason: frame.reason)
             return (machine.takeParkedSendersIfClosing(), machine.closedError)

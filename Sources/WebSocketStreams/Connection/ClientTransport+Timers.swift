@@ -69,7 +69,7 @@ extension ClientTransport {
             keepalive.pingSent(tag: tag, id: id, at: now)
             self.keepalive = keepalive
             writer.enqueueControl(.ping, payload: Keepalive.payload(tag: tag, id: id))
-            configuration.controlFrameObserver?(.pingSent(keepalive: true))
+            configuration.wireEventObserver?(.pingSent(keepalive: true))
             flush(connection, loop: loop)
         case .timedOut:
             connection.machine.withLock { $0.failed(with: .pongTimeout, closeCode: nil) }

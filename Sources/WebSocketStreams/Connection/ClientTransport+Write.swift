@@ -50,7 +50,7 @@ extension ClientTransport {
             if writer.closeWritten, pendingOutput.isEmpty, !closing.sent {
                 closing.sent = true
                 if let frame = closeFrameQueued, let code = frame.code {
-                    configuration.controlFrameObserver?(.closeSent(code: code, reason: frame.reason))
+                    configuration.wireEventObserver?(.closeSent(code: code, reason: frame.reason))
                 }
                 closeProgressed(connection)
             }
@@ -80,7 +80,7 @@ extension ClientTransport {
             let payload = chosen ?? Keepalive.payload(tag: .user, id: id)
             writer.enqueueControl(.ping, payload: payload)
             keepalive?.pingSent(tag: .user, id: id, payload: payload, at: .now)
-            configuration.controlFrameObserver?(.pingSent(keepalive: false))
+            configuration.wireEventObserver?(.pingSent(keepalive: false))
             armTimer()
         }
         for message in batch.messages { writer.enqueue(message) }

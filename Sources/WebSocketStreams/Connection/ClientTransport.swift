@@ -280,6 +280,7 @@ final class ClientTransport: @unchecked Sendable {
     func sendUpgradeRequest(_ connection: ClientConnection, loop: ClientLoop) {
         phase = .upgrading(HTTPResponseParser())
         connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
+        reportHandshakeRequest()
         send(request.bytes, connection: connection, loop: loop)
     }
 
