@@ -12,13 +12,14 @@ extension WebSocket {
     /// upgrade then run on it, all within ``WebSocketConfiguration/connectTimeout``.
     ///
     /// - Parameters:
-    ///   - url: A `ws://` or `wss://` URL. User info (`wss://user:pass@host/`) is sent
+    ///   - url: A `ws://` or `wss://` URL, or `ws+unix:///path/to.sock:/request-path` (and
+    ///     `wss+unix:`) for a Unix domain socket. User info (`wss://user:pass@host/`) is sent
     ///     as Basic authorization.
     ///   - configuration: Headers, TLS, timeouts, limits; see ``WebSocketConfiguration``.
     ///   - eventLoop: The loop that services the connection; ``WebSocketEventLoop/shared`` by default.
     /// - Throws: ``WebSocketError`` saying what failed (``WebSocketError/invalidURL(_:)``,
     ///   ``WebSocketError/connectionFailed(_:)``, ``WebSocketError/timedOut``,
-    ///   ``WebSocketError/tlsFailure(_:)``, ``WebSocketError/handshakeRejected(status:headers:body:)``, ``WebSocketError/proxyRejected(status:headers:)``,
+    ///   ``WebSocketError/tlsFailure(_:)``, ``WebSocketError/handshakeRejected(status:headers:body:)``, ``WebSocketError/proxyRejected(status:headers:)``, ``WebSocketError/proxyRejected(_:)``,
     ///   ``WebSocketError/invalidConfiguration(_:)``), or `CancellationError`.
     public static func connect(
         to url: String,

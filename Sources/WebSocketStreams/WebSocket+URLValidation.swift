@@ -1,5 +1,5 @@
 extension WebSocket {
-    /// Checks that `url` is one ``connect(to:configuration:eventLoop:)`` accepts, without
+    /// Checks that `url` is one ``connect(to:configuration:eventLoop:)-(String,_,_)`` accepts, without
     /// connecting: the same rules and the same error, so a command-line tool or a settings
     /// screen can reject a bad URL before anything starts.
     ///
