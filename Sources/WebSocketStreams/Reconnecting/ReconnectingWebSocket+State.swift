@@ -27,7 +27,6 @@ extension ReconnectingWebSocket {
             }
         }
 
-        /// A short description, e.g. `reconnecting after 0.25 seconds (connection failed: ...)`.
         /// A delay for people, to the hundredth: "0.19 seconds".
         private static func seconds(_ duration: Duration) -> String {
             let (seconds, attoseconds) = duration.components
@@ -36,6 +35,7 @@ extension ReconnectingWebSocket {
             return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction) seconds"
         }
 
+        /// A short description, e.g. `reconnecting after 0.25 seconds (connection failed: ...)`.
         public var description: String {
             switch self {
             case .idle: "idle"
