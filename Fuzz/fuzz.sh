@@ -26,7 +26,8 @@ library=(
     Protocol/FrameHeader.swift Protocol/FrameOpcode.swift Protocol/HTTPBodyCollector.swift
     Protocol/HTTPResponseHead.swift Protocol/HTTPResponseParser.swift Protocol/HandshakeRequest.swift
     Protocol/HandshakeValidator.swift Protocol/InboundEvent.swift Protocol/MessageAssembler.swift
-    Protocol/ProtocolFailure.swift
+    Protocol/ProtocolFailure.swift Protocol/SOCKS5Handshake.swift
+    Support/ProxyAddress.swift Support/ProxyEnvironment.swift
     Native/Crypto.swift Native/MessageDeflater.swift Native/MessageInflater.swift Native/PayloadArena.swift
     Support/UTF8Validator.swift
     WebSocketCloseCode.swift WebSocketError.swift WebSocketErrorCode.swift WebSocketMessage.swift WebSocketURL.swift
@@ -103,7 +104,9 @@ run() {
 mkdir -p "$out"
 build frames FramesFuzzer.swift
 build handshake HandshakeFuzzer.swift
+build proxy ProxyFuzzer.swift
 failed=0
 run frames || failed=1
 run handshake || failed=1
+run proxy || failed=1
 exit $failed

@@ -79,23 +79,31 @@ extension ClientTransport {
         switch phase {
         case .negotiatingSOCKS(var handshake):
             phase = .idle
-            let action: SOCKS5Handshake.Action
-            do {
-                action = try handshake.receive(bytes)
-            } catch {
-                failHandshake(connection, error)
-                return
-            }
-            phase = .negotiatingSOCKS(handshake)
-            switch action {
-            case .waitForMore:
-                break
-            case .send(let request):
-                send(request, connection: connection, loop: loop)
-            case .tunnelOpen(let leftover):
-                connection.logger.trace("the SOCKS5 proxy opened a tunnel to \(url.hostHeader)")
-                startTLSOrUpgrade(connection, loop: loop)
-                if !leftover.isEmpty { leftover.withUnsafeBytes { received(connection, $0, loop: loop) } }
+            var input = Array(bytes)
+            // An answer that came with an earlier one waits in the handshake: after each
+            // request, look again before reading more.
+            while true {
+                let action: SOCKS5Handshake.Action
+                do {
+                    action = try handshake.receive(input)
+                } catch {
+                    failHandshake(connection, error)
+                    return
+                }
+                input = []
+                phase = .negotiatingSOCKS(handshake)
+                switch action {
+                case .waitForMore:
+                    return
+                case .send(let request):
+                    send(request, connection: connection, loop: loop)
+                    if hasEnded || dropRequested { return }
+                case .tunnelOpen(let leftover):
+                    connection.logger.trace("the SOCKS5 proxy opened a tunnel to \(url.hostHeader)")
+                    startTLSOrUpgrade(connection, loop: loop)
+                    if !leftover.isEmpty { leftover.withUnsafeBytes { received(connection, $0, loop: loop) } }
+                    return
+                }
             }
         case .tunnelling(var parser):
             phase = .idle
