@@ -8,6 +8,13 @@ import WebSocketTestServer
 @Suite("Real proxies", .enabled(if: ProxyProcess.executable(for: .tinyproxy) != nil
     && ProxyProcess.executable(for: .microsocks(credentials: nil)) != nil, "make test installs tinyproxy and microsocks"))
 struct ProxyTests {
+    /// A loopback port a server listened on a moment ago and no longer does.
+    private func closedPort() async throws -> Int {
+        let server = try await TestServer.start()
+        await server.stop()
+        return server.port
+    }
+
     private func echo(_ url: String, through proxy: WebSocketProxy, caFile: String? = nil) async throws -> WebSocketMessage? {
         var configuration = WebSocketConfiguration()
         configuration.proxy = proxy
@@ -40,9 +47,7 @@ struct ProxyTests {
     func tinyproxyRefusal() async throws {
         let proxy = try await ProxyProcess(.tinyproxy)
         defer { proxy.stop() }
-        let closed = try await TestServer.start()
-        let url = closed.url(path: "/echo")
-        await closed.stop()
+        let url = "ws://127.0.0.1:\(try await closedPort())/echo"
         var configuration = WebSocketConfiguration()
         configuration.proxy = "http://127.0.0.1:\(proxy.port)"
         let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url, configuration: configuration) }
@@ -103,9 +108,7 @@ struct ProxyTests {
             await connection.close()
             #expect(server.snapshot.connections.first?.headers["host"] == "localhost:\(server.port)")
         }
-        let closed = try await TestServer.start()
-        let url = closed.url(path: "/echo")
-        await closed.stop()
+        let url = "ws://127.0.0.1:\(try await closedPort())/echo"
         var configuration = WebSocketConfiguration()
         configuration.proxy = "socks5://127.0.0.1:\(proxy.port)"
         let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url, configuration: configuration) }
@@ -115,9 +118,7 @@ struct ProxyTests {
 
     @Test("a proxy that is not listening fails as connectionFailed naming the proxy")
     func proxyDown() async throws {
-        let closed = try await TestServer.start()
-        let port = closed.port
-        await closed.stop()
+        let port = try await closedPort()
         try await TestServer.withServer { server in
             var configuration = WebSocketConfiguration()
             configuration.proxy = "socks5://127.0.0.1:\(port)"
