@@ -1,3 +1,4 @@
+import CLibWebSockets
 import Glibc
 
 /// Opens the client's socket and starts its connect, without blocking, before the socket
