@@ -109,7 +109,7 @@ bench: deps
 
 ## bench-alloc: the allocation and micro benchmarks (Benchmarks/Allocations, a package of its
 ## own on ordo-one/benchmark): mallocs and time per message to encode, decode, mask, inflate,
-## validate UTF-8 and echo over loopback; fails when a malloc count is above its ceiling in
+## validate UTF-8 and echo over loopback; fails when a malloc count is above its threshold in
 ## Benchmarks/Allocations/Thresholds
 bench-alloc: deps
 	SWIFT="$(SWIFT)" Benchmarks/Allocations/check-thresholds.sh

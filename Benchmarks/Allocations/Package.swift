@@ -4,7 +4,7 @@ import PackageDescription
 // The allocation and micro benchmarks of WebSocketStreams (`make bench-alloc`), in a
 // package of their own so the library's users never resolve or build ordo-one/benchmark.
 // The benchmark plugin finds benchmark targets under this package's `Benchmarks/` folder;
-// their checked ceilings are in `Thresholds/`.
+// their expected malloc counts, checked on every run, are in `Thresholds/`.
 let package = Package(
     name: "WebSocketStreamsAllocations",
     platforms: [.macOS(.v15)],
