@@ -15,7 +15,7 @@ DOCS_DIR := $(CURDIR)/.build/docs
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench bench-alloc conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -91,7 +91,7 @@ conformance: deps
 
 ## bench: wsbench against the raw-C lws client and two peers (websocket-kit, picows), side by
 ## side; writes BENCHMARKS.md. A peer that does not build or install is left out, and the
-## output says so.
+## output says so. Then bench-alloc, whose failed check fails bench.
 bench: deps
 	$(SWIFT) build -c release --product wsbench
 	$(SWIFT) build -c release --product TestServer
@@ -105,6 +105,14 @@ bench: deps
 		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md \
 		--peer websocket-kit="$$($(SWIFT) build -c release --package-path $(WEBSOCKETKIT_PEER) --show-bin-path)/wsbench-websocketkit" \
 		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py"
+	$(MAKE) bench-alloc
+
+## bench-alloc: the allocation and micro benchmarks (Benchmarks/Allocations, a package of its
+## own on ordo-one/benchmark): mallocs and time per message to encode, decode, mask, inflate,
+## validate UTF-8 and echo over loopback; fails when a malloc count is above its threshold in
+## Benchmarks/Allocations/Thresholds
+bench-alloc: deps
+	SWIFT="$(SWIFT)" Benchmarks/Allocations/check-thresholds.sh
 
 clean:
-	rm -rf .build .build-tsan .build-asan
+	rm -rf .build .build-tsan .build-asan Benchmarks/Allocations/.build
