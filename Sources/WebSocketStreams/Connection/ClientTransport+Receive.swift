@@ -246,10 +246,14 @@ extension ClientTransport {
     private func deliverIncoming(_ connection: ClientConnection, loop: ClientLoop) {
         guard !incoming.isEmpty else { return }
         connection.metrics?.received(incoming)
+        // The array is the transport's, reused from read to read (no allocation per read).
         var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
+        swap(&deliveries, &spareDeliveries)
         let pause = connection.machine.withLock { $0.receive(contentsOf: incoming, deliveries: &deliveries) }
         incoming.removeAll(keepingCapacity: incoming.count <= 1024)
         for (consumer, message) in deliveries { loop.deliverAfterTurn(consumer, message) }
+        deliveries.removeAll(keepingCapacity: true)
+        swap(&deliveries, &spareDeliveries)
         if pause { pauseReading() }
     }
 

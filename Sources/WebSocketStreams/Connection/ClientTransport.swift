@@ -91,6 +91,8 @@ final class ClientTransport: @unchecked Sendable {
     var incoming: [WebSocketMessage] = []
     /// Events of the current read, reused from read to read.
     var events: [InboundEvent] = []
+    /// Consumers to resume with messages of the current read, reused from read to read.
+    var spareDeliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
     /// This side's close frame, once queued (reported when it is on the wire).
     var closeFrameQueued: CloseFrame?
     /// Message bytes already added to ``ClientConnection/bytesWritten``.
