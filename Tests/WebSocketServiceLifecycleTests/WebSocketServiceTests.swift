@@ -66,6 +66,17 @@ struct WebSocketServiceTests {
         }
     }
 
+    /// Runs `service` until `connected` reports a connection, then cancels it and waits for
+    /// `run()` to return; an error it throws fails the test.
+    private func runUntilConnectedThenCancel(_ service: WebSocketService, connected: Events<Void>) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await service.run() }
+            _ = await connected.next()
+            tasks.cancelAll()
+            try await tasks.next()
+        }
+    }
+
     @Test func cancellationEndsRunWithoutAnError() async throws {
         try await TestServer.withServer { server in
             let connected = Events<Void>()
@@ -76,12 +87,7 @@ struct WebSocketServiceTests {
                 for await _ in socket.messages {}
                 try Task.checkCancellation()  // a handler's CancellationError is not the service's error
             }
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await service.run() }  // a thrown error would fail the test
-                _ = await connected.next()
-                tasks.cancelAll()
-                try await tasks.next()
-            }
+            try await runUntilConnectedThenCancel(service, connected: connected)
             try await server.waitUntil { $0.closeCodes == [.goingAway] }
         }
     }
@@ -97,12 +103,7 @@ struct WebSocketServiceTests {
                 // not reach: only the service's close can end the wait.
                 await Task { for await _ in socket.states {} }.value
             }
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await service.run() }
-                _ = await connected.next()
-                tasks.cancelAll()
-                try await tasks.next()
-            }
+            try await runUntilConnectedThenCancel(service, connected: connected)
             try await server.waitUntil { $0.closeCodes == [.goingAway] }
         }
     }

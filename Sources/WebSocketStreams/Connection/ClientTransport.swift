@@ -216,8 +216,8 @@ final class ClientTransport: @unchecked Sendable {
     /// A connect that was in progress has finished (the socket became writable).
     func connectFinished(_ connection: ClientConnection, loop: ClientLoop) {
         guard let socket else { return }
-        if let failure = socket.connectFailure() {
-            end(connection, connectError: proxied(.connectionFailed("\(failure) (\(target.description))")))
+        if let error = connectFailure() {
+            end(connection, connectError: error)
             dropRequested = true
             return
         }
@@ -225,12 +225,10 @@ final class ClientTransport: @unchecked Sendable {
         connected(connection, loop: loop)
     }
 
-    /// Why a connect in progress ended when the socket hung up instead of becoming writable.
-    private var failedConnectError: WebSocketError {
-        guard let failure = socket?.connectFailure() else {
-            return .connectionFailed("could not connect to \(target.description)")
-        }
-        return .connectionFailed("\(failure) (\(target.description))")
+    /// Why a connect in progress failed, from the socket's own error (which only a read
+    /// would have cleared); `nil` when it has none.
+    private func connectFailure() -> WebSocketError? {
+        socket?.pendingError().map { proxied(.connectionFailed("\($0) (\(target.description))")) }
     }
 
     /// `error` for a failed connect, saying that the address was the proxy's.
@@ -365,7 +363,8 @@ final class ClientTransport: @unchecked Sendable {
     /// The socket closed (the peer ended TCP, an error, or this side dropped it).
     private func socketClosed(_ connection: ClientConnection) {
         if case .connecting = phase {
-            end(connection, connectError: proxied(failedConnectError))
+            // Without the socket's reason, `end` reports "could not connect to ...".
+            end(connection, connectError: connectFailure())
             return
         }
         if case .rejected(let head, var body) = phase {
@@ -381,7 +380,7 @@ final class ClientTransport: @unchecked Sendable {
     /// a TLS stream cut inside a record, or the server simply closing TCP. All are
     /// ``WebSocketError/connectionFailed(_:)``: the connection was lost, and may be retried.
     private func reasonForLostConnection() -> WebSocketError {
-        if let failure = socket?.pendingErrorDescription() {
+        if let failure = socket?.pendingError() {
             return .connectionFailed("\(failure) (\(target.description)) without a close frame")
         }
         // While reading is paused, ciphertext waits in TLS on purpose; only an unpaused

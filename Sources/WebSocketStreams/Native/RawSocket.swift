@@ -121,22 +121,13 @@ struct RawSocket {
         case endOrError
     }
 
-    /// How a connect in progress ended: `nil` when it succeeded, else why it failed (the
-    /// socket's `SO_ERROR` in words, e.g. "connection refused"). Reading it clears it.
-    func connectFailure() -> String? {
-        let descriptor = lws_get_socket_fd(wsi)
-        guard descriptor >= 0 else { return "the socket is gone" }
-        return SocketConnector.pendingError(descriptor)
-    }
-
-    /// The error the socket recorded (`SO_ERROR`, e.g. `ECONNRESET`) as words, if any.
-    func pendingErrorDescription() -> String? {
+    /// The error the socket recorded (`SO_ERROR`, e.g. "connection refused" for a connect
+    /// in progress, "connection reset by peer" for an open socket) in words, or `nil` for
+    /// none. Reading it clears it.
+    func pendingError() -> String? {
         let descriptor = lws_get_socket_fd(wsi)
         guard descriptor >= 0 else { return nil }
-        var code: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &code, &length) == 0, code != 0 else { return nil }
-        return String(cString: strerror(code))
+        return SocketConnector.pendingError(descriptor)
     }
 
     func peekInput() -> PendingInput {

@@ -37,31 +37,23 @@ enum SocketConnector {
     static func start(_ endpoint: Endpoint) throws(WebSocketError) -> Started {
         switch endpoint {
         case .tcp(let address, let port):
+            guard let bytes = addressBytes(address) else { throw .connectionFailed("'\(address)' is not a numeric address") }
+            let isIPv4 = bytes.count == 4
+            let family = isIPv4 ? AF_INET : AF_INET6
+            let length = socklen_t(isIPv4 ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
             var storage = sockaddr_storage()
-            let family: Int32
-            let length: socklen_t
-            var v4 = in_addr()
-            var v6 = in6_addr()
-            if inet_pton(AF_INET, address, &v4) == 1 {
-                family = AF_INET
-                length = socklen_t(MemoryLayout<sockaddr_in>.size)
-                withUnsafeMutableBytes(of: &storage) { raw in
+            withUnsafeMutableBytes(of: &storage) { raw in
+                if isIPv4 {
                     let sin = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
                     sin.pointee.sin_family = sa_family_t(AF_INET)
                     sin.pointee.sin_port = in_port_t(UInt16(port).bigEndian)
-                    sin.pointee.sin_addr = v4
-                }
-            } else if inet_pton(AF_INET6, address, &v6) == 1 {
-                family = AF_INET6
-                length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-                withUnsafeMutableBytes(of: &storage) { raw in
+                    withUnsafeMutableBytes(of: &sin.pointee.sin_addr) { $0.copyBytes(from: bytes) }
+                } else {
                     let sin6 = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
                     sin6.pointee.sin6_family = sa_family_t(AF_INET6)
                     sin6.pointee.sin6_port = in_port_t(UInt16(port).bigEndian)
-                    sin6.pointee.sin6_addr = v6
+                    withUnsafeMutableBytes(of: &sin6.pointee.sin6_addr) { $0.copyBytes(from: bytes) }
                 }
-            } else {
-                throw .connectionFailed("'\(address)' is not a numeric address")
             }
             let descriptor = try makeSocket(family: family, endpoint: endpoint)
             var noDelay: Int32 = 1
