@@ -32,6 +32,9 @@ final class WSDumpProcess: Sendable {
         var stderrBytes: Data
         /// Whether the run had to be killed for exceeding its time limit.
         var wasKilled: Bool
+        /// When the child's exit was reported (by the process monitor's own thread, so a
+        /// busy test pool does not delay it): time a prompt exit by this.
+        var exitedAt: ContinuousClock.Instant?
     }
 
     private let process: Process
@@ -42,7 +45,7 @@ final class WSDumpProcess: Sendable {
 
     /// The child's exit status, once it has exited.
     private final class ExitStatusBox: Sendable {
-        let value = AnnotatedMutex<Int32?>(nil)
+        let value = AnnotatedMutex<(status: Int32, at: ContinuousClock.Instant)?>(nil)
     }
 
     /// The path of the `wsdump` binary built next to the test bundle.
@@ -113,7 +116,8 @@ final class WSDumpProcess: Sendable {
         }
         let exitStatus = exitStatus
         process.terminationHandler = { process in
-            exitStatus.value.withLock { $0 = process.terminationStatus }
+            let at = ContinuousClock.now
+            exitStatus.value.withLock { $0 = (process.terminationStatus, at) }
         }
         try process.run()
         for handle in childSide { try? handle.close() }
@@ -165,9 +169,11 @@ final class WSDumpProcess: Sendable {
             send(signal: SIGKILL)
             _ = await poll(until: .now + .seconds(5)) { self.exitStatus.value.withLock { $0 } != nil }
         }
+        let exit = exitStatus.value.withLock { $0 }
         return Result(
-            status: exitStatus.value.withLock { $0 } ?? -1, stdout: stdout, stderr: stderr,
-            stdoutBytes: stdoutCollector.data, stderrBytes: stderrCollector?.data ?? Data(), wasKilled: !exited)
+            status: exit?.status ?? -1, stdout: stdout, stderr: stderr,
+            stdoutBytes: stdoutCollector.data, stderrBytes: stderrCollector?.data ?? Data(), wasKilled: !exited,
+            exitedAt: exit?.at)
     }
 
     /// Checks `condition` every 10 ms until it holds or `deadline` passes.
