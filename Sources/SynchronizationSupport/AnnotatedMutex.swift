@@ -47,6 +47,20 @@ public struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
             return try body(&value)
         }
     }
+
+    /// Runs `body` with exclusive access to the value if the lock is free now; `nil`
+    /// without waiting when another thread (or this one) holds it.
+    @inlinable
+    public borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result? {
+        let address = syncAddress
+        return try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
+            if address != 0 { ThreadSanitizerAnnotations.acquire(address) }
+            defer { if address != 0 { ThreadSanitizerAnnotations.release(address) } }
+            return try body(&value)
+        }
+    }
 }
 
 extension AnnotatedMutex: Sendable where Value: ~Copyable {}

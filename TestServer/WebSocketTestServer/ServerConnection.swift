@@ -71,8 +71,9 @@ final class ServerConnection {
             lws_callback_on_writable(wsi)
         case .close(_, _, let after), .drop(let after):
             lws_set_timer_usecs(wsi, max(1, Int64(after) * 1000))
-        case .stall:
+        case .stall(let resumeAfter):
             lws_rx_flow_control(wsi, 0)
+            if let resumeAfter { lws_set_timer_usecs(wsi, max(1, Int64(resumeAfter) * 1000)) }
         case .headers:
             enqueue(wsi, payload: Array(headersJSON.utf8), binary: false)
         case .badUTF8(let split):
@@ -99,6 +100,9 @@ final class ServerConnection {
         case .drop:
             // No close reason: lws drops the socket without a close frame.
             return -1
+        case .stall(resumeAfterMilliseconds: .some):
+            lws_rx_flow_control(wsi, 1)
+            return 0
         default:
             return 0
         }
@@ -121,9 +125,9 @@ final class ServerConnection {
             if let text { record.textsReceived.append(text) }
         }
         switch route {
-        case .echo, .push, .headers, .close, .drop, .badUTF8:
+        case .echo, .push, .headers, .close, .drop, .badUTF8, .stall(resumeAfterMilliseconds: .some):
             enqueue(wsi, payload: message, binary: partialIsBinary)
-        case .stall, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
+        case .stall(resumeAfterMilliseconds: nil), .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
             break
         }
         return 0

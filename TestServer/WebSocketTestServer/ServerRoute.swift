@@ -10,7 +10,7 @@
 /// | `/slow?ms=MS` | Answers the upgrade only after MS milliseconds, then closes with 1000 |
 /// | `/hang` | Never answers the upgrade |
 /// | `/uncompressed` | Accepts permessage-deflate, then sends an uncompressed text frame and a pong with payload, then closes with 1000 |
-/// | `/stall` | Completes the handshake, then never reads again (so never answers pings) |
+/// | `/stall?resume=MS` | Completes the handshake, then stops reading (so never answers pings); with `resume`, reads again after MS milliseconds and echoes what it reads |
 /// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
 /// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
 /// | `/hostile/<kind>` | Misbehaves below the WebSocket layer, byte by byte (see ``HostileBehaviour``) |
@@ -32,7 +32,7 @@ enum ServerRoute: Sendable, Equatable {
     case slow(milliseconds: Int)
     case hang
     case uncompressed
-    case stall
+    case stall(resumeAfterMilliseconds: Int?)
     case headers
     case badUTF8(split: Bool)
     case hostile(HostileBehaviour)
@@ -69,7 +69,7 @@ enum ServerRoute: Sendable, Equatable {
         case "/uncompressed":
             self = .uncompressed
         case "/stall":
-            self = .stall
+            self = .stall(resumeAfterMilliseconds: query["resume"].flatMap(Int.init).map { max(0, $0) })
         case "/headers":
             self = .headers
         case "/bad-utf8":

@@ -25,7 +25,7 @@ import WebSocketStreams
 /// | `/reject?status=S&body=B&retry-after=T` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`) |
 /// | `/slow?ms=MS` | Answers the upgrade after MS milliseconds, then closes with 1000 |
 /// | `/hang` | Never answers the upgrade |
-/// | `/stall` | Completes the handshake, then stops reading (so never answers pings) |
+/// | `/stall?resume=MS` | Completes the handshake, then stops reading (so never answers pings); with `resume`, reads again after MS ms and echoes |
 /// | `/headers` | Sends the request headers it saw as a JSON text message, then echoes |
 /// | `/hostile/KIND` | Breaks RFC 6455 byte by byte after the 101 (see ``HostileBehaviour``) |
 /// | `/frame-echo` | Echoes every frame as it arrives, without libwebsockets' ws role |

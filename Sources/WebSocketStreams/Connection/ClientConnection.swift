@@ -19,6 +19,9 @@ final class ClientConnection: ServiceThreadWork {
     let logger: Logger
     let transport: ClientTransport
     let machine: AnnotatedMutex<ConnectionStateMachine>
+    /// The socket's write side: held by the loop while it flushes, and by a task that
+    /// writes its message itself (``DirectWriter``). Taken before ``machine``, never after.
+    let directWrites = AnnotatedMutex(DirectWriter())
     private let eventLoop: WebSocketEventLoop
     private let waiterIDs = Atomic<UInt64>(0)
     /// Payload bytes handed to lws so far (written by the service thread, read by anyone).
@@ -91,6 +94,7 @@ final class ClientConnection: ServiceThreadWork {
 
     nonisolated(nonsending)
     func send(_ message: WebSocketMessage) async throws {
+        if try writeDirectly(message) { return }
         switch machine.withLock({ $0.send(message) }) {
         case .accepted(let wake):
             if wake { self.wake() }
@@ -116,6 +120,41 @@ final class ClientConnection: ServiceThreadWork {
             }
         } onCancel: {
             machine.withLock { $0.cancelSender(id: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Writes `message` to the socket on the caller's thread, without waking the loop, when
+    /// that cannot reorder anything (see ``DirectWriter``); `false` when it must be queued.
+    /// Never waits: a loop that is writing holds the lock, and then the message is queued.
+    private func writeDirectly(_ message: WebSocketMessage) throws(WebSocketError) -> Bool {
+        let outcome = directWrites.withLockIfAvailable { writer -> DirectWriter.Outcome in
+            guard writer.mayWrite(message), machine.withLock({ $0.mayWriteDirectly }) else { return .notTaken }
+            return writer.write(message)
+        } ?? .notTaken
+        switch outcome {
+        case .notTaken:
+            return false
+        case .sent:
+            wroteDirectly(message)
+            return true
+        case .partial:
+            wroteDirectly(message)
+            if machine.withLock({ $0.requestWritePass() }) { wake() }
+            return true
+        case .failed(let code):
+            // The loop ends the connection; this message is the one that did not go.
+            if machine.withLock({ $0.requestWritePass() }) { wake() }
+            throw .connectionFailed("write failed: \(SocketConnector.describe(code)) (\(transport.target.description))")
+        }
+    }
+
+    private func wroteDirectly(_ message: WebSocketMessage) {
+        bytesWritten.add(message.byteCount, ordering: .relaxed)
+        if let metrics {
+            var tally = FrameWriter.WrittenTally()
+            tally.bytes = message.byteCount
+            if case .text = message { tally.textMessages = 1 } else { tally.binaryMessages = 1 }
+            metrics.sent(tally)
         }
     }
 

@@ -16,9 +16,24 @@ extension ClientTransport {
     /// Called wherever something may have been queued: after reads (pongs, a close
     /// answer), from posted work (user sends), on writable callbacks and timers. It never
     /// blocks, and costs nothing when there is nothing to write.
+    ///
+    /// The connection's write side (``ClientConnection/directWrites``) is held throughout, so
+    /// no task writes directly in between; what a direct write left is sent first, and
+    /// direct writes are opened again at the end when nothing is left that they could
+    /// overtake.
     func flush(_ connection: ClientConnection, loop: ClientLoop) {
         guard socket != nil, !dropRequested, !hasEnded else { return }
-        guard drainPending(connection) else { return }
+        connection.directWrites.withLock { direct in
+            takeDirectWriteLeftovers(&direct, connection: connection)
+            flushHoldingWriteSide(connection, loop: loop)
+            direct.descriptor = directWriteDescriptor
+            direct.largestPayloadNow = writer.compresses ? FrameWriter.minimumCompressedSize - 1 : DirectWriter.largestPayload
+            directWritesOpened = directWritesOpened || direct.descriptor >= 0
+        }
+    }
+
+    private func flushHoldingWriteSide(_ connection: ClientConnection, loop: ClientLoop) {
+        guard !dropRequested, drainPending(connection) else { return }
         if isOpen {
             var budget = Self.flushBudget
             while budget > 0 {
@@ -57,6 +72,37 @@ extension ClientTransport {
         }
         // What TLS wrote on its own (a close_notify, a key update, an alert) goes out too.
         if tls != nil { flushCiphertext(connection, loop: loop) }
+    }
+
+    /// What tasks' direct writes left for the loop: bytes the socket did not take (they go
+    /// first), or the socket's failure.
+    private func takeDirectWriteLeftovers(_ direct: inout DirectWriter, connection: ClientConnection) {
+        if !direct.leftover.isEmpty {
+            direct.leftover.withUnsafeBytes { pendingOutput.append($0) }
+            direct.leftover = []
+        }
+        if let failure = direct.failure {
+            direct.failure = nil
+            writeFailed(connection, reason: SocketConnector.describe(failure))
+        }
+    }
+
+    /// The descriptor tasks may write to directly now, or -1: only while nothing is queued,
+    /// half written or waiting for room that a direct write could overtake, and never over
+    /// TLS or once a close frame is queued.
+    private var directWriteDescriptor: Int32 {
+        guard isOpen, tls == nil, !dropRequested, let socket, pendingOutput.isEmpty,
+              !writer.hasWork, !writer.isClosing, closeFrameQueued == nil
+        else { return -1 }
+        return socket.descriptor
+    }
+
+    /// Stops direct writes for good (the socket is closing): waits out one in progress, so
+    /// no task writes to a descriptor lws is about to close.
+    func closeDirectWrites(_ connection: ClientConnection) {
+        guard directWritesOpened else { return }
+        directWritesOpened = false
+        connection.directWrites.withLock { $0.descriptor = -1 }
     }
 
     /// Takes messages, pings and the close frame from the state machine into the writer.

@@ -73,6 +73,9 @@ final class ClientTransport: @unchecked Sendable {
     var readingPaused = false
     /// A `RAW_WRITEABLE` callback was asked for and has not come yet.
     var writableRequested = false
+    /// Direct writes by tasks may have been allowed (``closeDirectWrites(_:)`` must run
+    /// before the socket closes).
+    var directWritesOpened = false
     /// Why the connection is ending without a close handshake, once known.
     var abnormalEnd: WebSocketError?
     /// Bytes the socket has taken so far (wrapping): the loop's spin check reads it.
@@ -162,14 +165,17 @@ final class ClientTransport: @unchecked Sendable {
                 flush(connection, loop: loop)
             }
         case .closed:
+            closeDirectWrites(connection)
             socketClosed(connection)
         case .timer:
             timerFired(connection, loop: loop)
         case .destroyed:
+            closeDirectWrites(connection)
             socketClosed(connection)
             socket = nil
             return false
         }
+        if dropRequested { closeDirectWrites(connection) }  // lws closes the socket when this returns
         return dropRequested
     }
 
@@ -406,6 +412,7 @@ final class ClientTransport: @unchecked Sendable {
     /// Ends the connection on this side: resumes or fails everything still waiting.
     func end(_ connection: ClientConnection, connectError: WebSocketError?) {
         if hasEnded { return }
+        closeDirectWrites(connection)
         let wasOpen = isOpen
         let error = connectError ?? (wasOpen ? nil : handshakeError ?? defaultConnectError)
         phase = .ended

@@ -182,6 +182,17 @@ struct ConnectionStateMachine {
         return .accepted(wake: request(.write))
     }
 
+    /// Whether a `send` may write its message to the socket itself (``DirectWriter``):
+    /// the connection is open and nothing accepted earlier waits to be written before it.
+    var mayWriteDirectly: Bool {
+        phase == .open && outbound.isEmpty && outbound.parkedCount == 0 && localClose == nil
+    }
+
+    /// A direct write left bytes (or an error) for the service thread; returns whether to wake it.
+    mutating func requestWritePass() -> Bool {
+        request(.write)
+    }
+
     enum ParkAction {
         case parked
         case resume(OutboundQueue.Sender, wake: Bool)

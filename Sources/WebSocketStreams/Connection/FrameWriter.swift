@@ -72,6 +72,9 @@ struct FrameWriter {
     /// Whether the message queue is short enough to take more from the connection.
     var wantsMessages: Bool { !closeWritten && close == nil && messages.count < 64 }
 
+    /// Whether messages may be compressed (permessage-deflate is on).
+    var compresses: Bool { deflater != nil }
+
     /// Whether a close frame is queued or written.
     var isClosing: Bool { close != nil || closeWritten }
 

@@ -86,6 +86,9 @@ struct RawSocket {
         return .sent
     }
 
+    /// The socket's descriptor (-1 once lws has closed it).
+    var descriptor: Int32 { lws_get_socket_fd(wsi) }
+
     /// Asks for one `LWS_CALLBACK_RAW_WRITEABLE` when the socket can take more.
     func requestWritable() {
         lws_callback_on_writable(wsi)

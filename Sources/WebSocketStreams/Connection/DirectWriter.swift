@@ -1,0 +1,108 @@
+import FoundationEssentials
+import Glibc
+
+/// The socket's write side, shared by the loop and the tasks that send: whoever holds the
+/// lock around it (``ClientConnection/directWrites``) is the one writer of the byte stream.
+///
+/// The loop holds it for the whole of a flush. A task's `send` that finds it free, the
+/// socket open for direct writes (``descriptor``), nothing queued before its message, and
+/// the message small, encodes and masks the frame into ``scratch`` and writes it to the
+/// socket itself, without blocking and without waking the loop: one thread hop fewer per
+/// round trip on the default executor. What the kernel does not take stays in
+/// ``leftover``, direct writes stop, and the loop is asked to write the rest (and after it
+/// everything else) the usual way.
+///
+/// The loop opens direct writes only while they cannot reorder anything: the connection is
+/// open, plain TCP (TLS records are the loop's), its frame writer has nothing queued or
+/// half written, no close frame is queued, and no earlier write is waiting for room; it
+/// closes them (``descriptor`` = -1) before the socket can close, so a task never writes to
+/// a descriptor that has been closed and reused.
+struct DirectWriter {
+    /// The largest payload a task writes itself; larger messages go through the loop, which
+    /// writes them in budgeted slices between other connections' work.
+    static let largestPayload = 16 * 1024
+    private static let largestFrame = FrameEncoder.maxHeaderLength + largestPayload
+
+    /// The socket while tasks may write to it directly; -1 while they may not.
+    var descriptor: Int32 = -1
+    /// With permessage-deflate negotiated, only messages that would not be compressed
+    /// anyway (shorter than ``FrameWriter/minimumCompressedSize``) are written directly,
+    /// so compression and its shared window stay the loop's.
+    var largestPayloadNow = DirectWriter.largestPayload
+    /// Bytes a direct write could not send; the loop sends them before anything else.
+    var leftover: [UInt8] = []
+    /// Why a direct write failed (an `errno`), for the loop to end the connection with.
+    var failure: Int32?
+    /// Frames tasks wrote themselves (all or part of), for tests and diagnostics.
+    private(set) var framesWritten = 0
+    /// Direct writes the socket took only part of (the loop wrote the rest).
+    private(set) var partialWrites = 0
+    private var keys = MaskingKeySource(batchSize: 16)
+    private var scratch: [UInt8] = []
+
+    /// What a direct write did.
+    enum Outcome {
+        /// The task may not write now; the message goes through the queue.
+        case notTaken
+        /// The whole frame is on its way.
+        case sent
+        /// Part of it went out; the rest is in ``leftover`` and the loop must write it.
+        case partial
+        /// The socket failed (`errno`); the connection is lost.
+        case failed(Int32)
+    }
+
+    /// Whether `message` may be written directly now (the state machine is asked too).
+    func mayWrite(_ message: WebSocketMessage) -> Bool {
+        descriptor >= 0 && message.byteCount <= largestPayloadNow
+    }
+
+    /// Encodes `message` as one masked frame and writes it to the socket without blocking.
+    mutating func write(_ message: WebSocketMessage) -> Outcome {
+        let payloadLength = message.byteCount
+        let frameLength = FrameEncoder.headerLength(payloadLength: payloadLength) + payloadLength
+        if scratch.count < frameLength {
+            // Grown, never shrunk: at most the largest direct frame (about 16 KiB) per connection.
+            scratch = [UInt8](repeating: 0, count: max(frameLength, min(2 * scratch.count, Self.largestFrame), 256))
+        }
+        let key = keys.next()
+        let descriptor = descriptor
+        framesWritten += 1
+        let written: Int = scratch.withUnsafeMutableBytes { buffer in
+            let base = buffer.baseAddress!
+            let opcode: FrameOpcode = if case .text = message { .text } else { .binary }
+            let header = FrameEncoder.writeHeader(
+                into: base, opcode: opcode, isFinal: true, payloadLength: payloadLength, key: key)
+            switch message {
+            case .text(var string): string.withUTF8 { key.copyMasked(UnsafeRawBufferPointer($0), to: base + header) }
+            case .binary(let data): data.withUnsafeBytes { key.copyMasked($0, to: base + header) }
+            }
+            var offset = 0
+            while offset < frameLength {
+                let count = Glibc.send(descriptor, base + offset, frameLength - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                if count > 0 {
+                    offset += count
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                    break
+                } else {
+                    return -Int(count == 0 ? EPIPE : errno)
+                }
+            }
+            return offset
+        }
+        if written < 0 {
+            failure = Int32(-written)
+            self.descriptor = -1
+            return .failed(Int32(-written))
+        }
+        if written < frameLength {
+            leftover.append(contentsOf: scratch[written..<frameLength])
+            partialWrites += 1
+            self.descriptor = -1
+            return .partial
+        }
+        return .sent
+    }
+}

@@ -1,0 +1,138 @@
+import FoundationEssentials
+import SynchronizationSupport
+import Testing
+@testable import WebSocketStreams
+import WebSocketTestServer
+
+/// A `send` on a pool thread that finds nothing queued writes its frame to the socket
+/// itself (``DirectWriter``); everything else goes through the loop. These tests check
+/// that the two paths never reorder, drop or duplicate a message, against a real server.
+@Suite("Sends written on the caller's thread")
+struct DirectWriteTests {
+    @Test("request/response round trips write their frames without waking the loop")
+    func roundTripsWriteDirectly() async throws {
+        try await withTestServer(compression: false) { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            var iterator = connection.messages.makeAsyncIterator()
+            for index in 0..<50 {
+                try await connection.send(.text("request \(index)"))
+                #expect(await iterator.next() == .text("request \(index)"))
+            }
+            let direct = connection.connection.directWrites.withLock { $0.framesWritten }
+            // A send that meets the loop mid-flush (it has just read the reply) is queued
+            // instead, so not every one is direct; most are.
+            #expect(direct >= 25, "only \(direct) of 50 sends were written directly")
+            #expect(connection.writtenMessageBytes == (0..<50).reduce(0) { $0 + "request \($1)".utf8.count })
+            await connection.close()
+        }
+    }
+
+    @Test("small (direct) and large (queued) messages from one task arrive in the order sent",
+          arguments: [false, true])
+    func mixedSizesKeepTheirOrder(compression: Bool) async throws {
+        try await withTestServer(compression: compression) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.compression = compression
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            var generator = SeededGenerator(state: compression ? 7 : 3)
+            let count = 400
+            var sizes: [Int] = []
+            for index in 0..<count {
+                // Mostly small; some above the direct limit (16 KiB), some either side of the
+                // compression threshold (64 B). Each group of 10 starts small, with the queue
+                // empty, so it may go directly even when compression is on.
+                switch index % 10 == 0 ? 9 : generator.below(10) {
+                case 0: sizes.append(DirectWriter.largestPayload + 1 + generator.below(8192))
+                case 1: sizes.append(60 + generator.below(8))
+                case 9: sizes.append(4 + generator.below(60))
+                default: sizes.append(4 + generator.below(400))
+                }
+            }
+            var iterator = connection.messages.makeAsyncIterator()
+            var received: [Int] = []
+            for group in stride(from: 0, to: count, by: 10) {
+                for index in group..<group + 10 {
+                    var payload = Data(repeating: UInt8(truncatingIfNeeded: index), count: sizes[index])
+                    withUnsafeBytes(of: UInt32(index).bigEndian) { payload.replaceSubrange(0..<4, with: $0) }
+                    try await connection.send(.binary(payload))
+                }
+                while received.count < group + 10, let message = await iterator.next() {
+                    guard case .binary(let data) = message else { continue }
+                    let index = Int(data.prefix(4).withUnsafeBytes { UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self)) })
+                    #expect(index < count && data.count == sizes[index], "message \(index) came back \(data.count) bytes long")
+                    received.append(index)
+                }
+            }
+            #expect(received == Array(0..<count))
+            let direct = connection.connection.directWrites.withLock { $0.framesWritten }
+            #expect(direct > 0, "no send was written directly")
+            await connection.close()
+        }
+    }
+
+    @Test("a peer that stops reading: direct writes fill the socket, the rest queues, and all arrive in order")
+    func stalledPeerTakesEverythingInOrder() async throws {
+        try await withTestServer(compression: false) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.compression = false
+            configuration.maxBufferedSendBytes = 256 * 1024
+            // The server reads nothing for 1.5 s: long enough for the sends below to fill the
+            // socket's buffers even on a loaded machine, after which it echoes everything.
+            let connection = try await WebSocket.connect(
+                to: server.url(path: "/stall?resume=1500"), configuration: configuration)
+            let consumer = Task {
+                var next = 0
+                var outOfOrder = 0
+                for await message in connection.messages {
+                    switch message {
+                    case .text:
+                        return (next, outOfOrder)
+                    case .binary(let data):
+                        let index = Int(data.prefix(4).withUnsafeBytes { UInt32(bigEndian: $0.loadUnaligned(as: UInt32.self)) })
+                        if index != next || data.count != 1024 { outOfOrder += 1 }
+                        next = index + 1
+                    }
+                }
+                return (next, outOfOrder)
+            }
+            // 1 KiB messages until a direct write finds the socket full, then 300 more (queued
+            // behind what that write left); at most 32 MiB.
+            var payload = Data(repeating: 0x5A, count: 1024)
+            var sent = 0
+            var sentAfterFull = 0
+            while sent < 32 * 1024, sentAfterFull < 300 {
+                withUnsafeBytes(of: UInt32(sent).bigEndian) { payload.replaceSubrange(0..<4, with: $0) }
+                try await connection.send(.binary(payload))
+                sent += 1
+                if sentAfterFull > 0 || connection.connection.directWrites.withLock({ $0.partialWrites }) > 0 {
+                    sentAfterFull += 1
+                }
+            }
+            try await connection.send(.text("end"))
+            let (received, outOfOrder) = await consumer.value
+            #expect(received == sent)
+            #expect(outOfOrder == 0)
+            let (direct, partial) = connection.connection.directWrites.withLock { ($0.framesWritten, $0.partialWrites) }
+            #expect(partial >= 1, "no direct write ever found the socket full (\(direct) direct writes of \(sent))")
+            await connection.close()
+        }
+    }
+
+    @Test("a peer that vanishes: sends fail with a typed error, never crash")
+    func vanishedPeerFailsSends() async throws {
+        try await withTestServer(compression: false) { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/drop?after=20"))
+            let error = await expectWebSocketError {
+                let deadline = ContinuousClock.now + .seconds(5)
+                while ContinuousClock.now < deadline {
+                    try await connection.send(.text("still there?"))
+                    await Task.yield()
+                }
+            }
+            #expect(error?.code == .closed || error?.code == .connectionFailed, "\(String(describing: error))")
+            for await _ in connection.messages {}
+            #expect(connection.closeCode == .abnormalClosure)
+            #expect(connection.error?.code == .connectionFailed)
+        }
+    }
+}
