@@ -214,6 +214,8 @@ final class MessageIteration: @unchecked Sendable {
     private let started = Atomic<Bool>(false)
     private var buffer = Deque<WebSocketMessage>()
     private var cancellationNoted = false
+    /// What ``ClientConnection/consumerHoldsMessages`` was last set to.
+    private var publishedHolding = false
 
     init(connection: ClientConnection) {
         self.connection = connection
@@ -222,7 +224,10 @@ final class MessageIteration: @unchecked Sendable {
 
     nonisolated(nonsending)
     func next() async -> WebSocketMessage? {
-        if let message = buffer.popFirst() { return message }
+        if let message = buffer.popFirst() {
+            if buffer.isEmpty { publishHolding(false) }
+            return message
+        }
         if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
         if !cancellationNoted, Task.isCancelled {
             // Cancelled between calls: end the connection; what is buffered is still delivered.
@@ -231,7 +236,16 @@ final class MessageIteration: @unchecked Sendable {
             cancellationNoted = true
             connection.consumerCancelled()
         }
-        return await connection.next(batchInto: &buffer)
+        let message = await connection.next(batchInto: &buffer)
+        publishHolding(!buffer.isEmpty)
+        return message
+    }
+
+    /// Tells the connection's `send` whether received messages wait in this buffer.
+    private func publishHolding(_ holding: Bool) {
+        guard holding != publishedHolding else { return }
+        publishedHolding = holding
+        connection.consumerHoldsMessages.store(holding, ordering: .relaxed)
     }
 
     deinit {

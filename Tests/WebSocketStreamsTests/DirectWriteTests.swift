@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 import SynchronizationSupport
 import Testing
 @testable import WebSocketStreams
@@ -24,6 +25,49 @@ struct DirectWriteTests {
             #expect(direct >= 25, "only \(direct) of 50 sends were written directly")
             #expect(connection.writtenMessageBytes == (0..<50).reduce(0) { $0 + "request \($1)".utf8.count })
             await connection.close()
+        }
+    }
+
+    @Test("back-to-back sends are a burst: queued, so the loop writes them with few system calls")
+    func burstsGoThroughTheQueue() async throws {
+        try await withTestServer(compression: false) { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            var iterator = connection.messages.makeAsyncIterator()
+            let count = 200
+            for index in 0..<count { try await connection.send(.text("burst \(index)")) }
+            for index in 0..<count { #expect(await iterator.next() == .text("burst \(index)")) }
+            let direct = connection.connection.directWrites.withLock { $0.framesWritten }
+            // The first send may go directly, and a sender preempted between two sends may
+            // look idle once in a while; a burst written one system call per message would be 200.
+            #expect(direct <= 20, "\(direct) of \(count) back-to-back sends were written directly")
+            await connection.close()
+        }
+    }
+
+    @Test("answers to a batch of received messages are queued, not written one system call each")
+    func answersToABatchAreQueued() async throws {
+        try await withTestServer(compression: false) { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/push?count=400&size=64"))
+            // The burst rule is off: what keeps the answers queued is that more received
+            // messages wait behind each one. All 400 are buffered before the loop below takes
+            // them in one batch, so none waits in the connection's own queue meanwhile.
+            connection.connection.directWriteGap.store(0, ordering: .relaxed)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while connection.connection.machine.withLock({ $0.bufferedMessageCount }) < 400, ContinuousClock.now < deadline {
+                await Task.yield()
+            }
+            var answered = 0
+            for await message in connection.messages {
+                guard case .binary = message else { continue }
+                // The stream says whether it holds more of the batch: it does until the last.
+                #expect(connection.connection.consumerHoldsMessages.load(ordering: .relaxed) == (answered < 399))
+                try await connection.send(.binary(Data(count: 16)))
+                answered += 1
+                if answered == 400 { break }
+            }
+            let direct = connection.connection.directWrites.withLock { $0.framesWritten }
+            #expect(answered == 400)
+            #expect(direct <= 200, "\(direct) of 400 answers were written one by one")
         }
     }
 
@@ -80,6 +124,8 @@ struct DirectWriteTests {
             // socket's buffers even on a loaded machine, after which it echoes everything.
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/stall?resume=1500"), configuration: configuration)
+            // Back-to-back sends are a burst and would be queued; here every one may go directly.
+            connection.connection.directWriteGap.store(0, ordering: .relaxed)
             let consumer = Task {
                 var next = 0
                 var outOfOrder = 0

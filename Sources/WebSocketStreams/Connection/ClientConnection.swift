@@ -22,6 +22,14 @@ final class ClientConnection: ServiceThreadWork {
     /// The socket's write side: held by the loop while it flushes, and by a task that
     /// writes its message itself (``DirectWriter``). Taken before ``machine``, never after.
     let directWrites = AnnotatedMutex(DirectWriter())
+    /// When the latest `send` returned (``DirectWriter/monotonicNanoseconds()``).
+    private let lastSendReturned = Atomic<Int>(0)
+    /// How long a sender must have been away before its `send` may write directly, in
+    /// nanoseconds (``DirectWriter/burstGap``; tests set 0 to make every send eligible).
+    let directWriteGap = Atomic<Int>(DirectWriter.burstGap)
+    /// Whether the stream's consumer holds received messages it has not handled yet (set by
+    /// ``MessageIteration``): a send then answers one of a batch, and is queued with the rest.
+    let consumerHoldsMessages = Atomic<Bool>(false)
     private let eventLoop: WebSocketEventLoop
     private let waiterIDs = Atomic<UInt64>(0)
     /// Payload bytes handed to lws so far (written by the service thread, read by anyone).
@@ -94,7 +102,14 @@ final class ClientConnection: ServiceThreadWork {
 
     nonisolated(nonsending)
     func send(_ message: WebSocketMessage) async throws {
-        if try writeDirectly(message) { return }
+        let started = DirectWriter.monotonicNanoseconds()
+        defer { lastSendReturned.store(DirectWriter.monotonicNanoseconds(), ordering: .relaxed) }
+        // A send right after the previous one is part of a burst: queued, so the loop writes
+        // the burst with one system call instead of one per message.
+        if started - lastSendReturned.load(ordering: .relaxed) >= directWriteGap.load(ordering: .relaxed),
+           !consumerHoldsMessages.load(ordering: .relaxed), try writeDirectly(message) {
+            return
+        }
         switch machine.withLock({ $0.send(message) }) {
         case .accepted(let wake):
             if wake { self.wake() }

@@ -184,8 +184,10 @@ struct ConnectionStateMachine {
 
     /// Whether a `send` may write its message to the socket itself (``DirectWriter``):
     /// the connection is open and nothing accepted earlier waits to be written before it.
+    /// Received messages waiting for the consumer say a pipeline is busy: the send is
+    /// queued then, so the loop writes its answers in batches.
     var mayWriteDirectly: Bool {
-        phase == .open && outbound.isEmpty && outbound.parkedCount == 0 && localClose == nil
+        phase == .open && outbound.isEmpty && outbound.parkedCount == 0 && localClose == nil && inbound.isEmpty
     }
 
     /// A direct write left bytes (or an error) for the service thread; returns whether to wake it.
@@ -299,6 +301,9 @@ struct ConnectionStateMachine {
         case .bufferedPauseReading: return phase == .open ? .pauseReading : .none
         }
     }
+
+    /// Received messages waiting for the consumer.
+    var bufferedMessageCount: Int { inbound.count }
 
     /// How many messages (and bytes) the consumer's buffer takes before reading pauses.
     var inboundRoom: (messages: Int, bytes: Int) { phase == .open ? inbound.room : (.max, .max) }

@@ -12,6 +12,11 @@ import Glibc
 /// ``leftover``, direct writes stop, and the loop is asked to write the rest (and after it
 /// everything else) the usual way.
 ///
+/// Only a send that comes at least ``burstGap`` after the previous one returned writes
+/// directly: a task that sends again at once (a burst, or a pipeline answering a batch of
+/// received messages) is better served by the queue, where the loop writes many messages
+/// with one system call. A request/response exchange waits a round trip between sends.
+///
 /// The loop opens direct writes only while they cannot reorder anything: the connection is
 /// open, plain TCP (TLS records are the loop's), its frame writer has nothing queued or
 /// half written, no close frame is queued, and no earlier write is waiting for room; it
@@ -22,6 +27,18 @@ struct DirectWriter {
     /// writes them in budgeted slices between other connections' work.
     static let largestPayload = 16 * 1024
     private static let largestFrame = FrameEncoder.maxHeaderLength + largestPayload
+    /// How long after the previous `send` returned a send must come to be written directly
+    /// (nanoseconds): a send sooner than this is part of a burst. Sends that answer received
+    /// messages one for one in a pipeline come 0.2-1 µs apart here; a request/response round
+    /// trip over loopback takes 10 µs or more.
+    static let burstGap = 10_000
+
+    /// A monotonic clock in nanoseconds (`CLOCK_MONOTONIC`, read through the vDSO).
+    static func monotonicNanoseconds() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
+    }
 
     /// The socket while tasks may write to it directly; -1 while they may not.
     var descriptor: Int32 = -1
