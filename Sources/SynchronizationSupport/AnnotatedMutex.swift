@@ -49,7 +49,8 @@ public struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
     }
 
     /// Runs `body` with exclusive access to the value if the lock is free now; `nil`
-    /// without waiting when another thread (or this one) holds it.
+    /// without waiting when another thread holds it. Like `withLock`, never call it on a
+    /// thread that holds the lock already (the standard library stops the process).
     @inlinable
     public borrowing func withLockIfAvailable<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result

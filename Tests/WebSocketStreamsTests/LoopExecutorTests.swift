@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Synchronization
 import Testing
 import WebSocketStreams
 import WebSocketTestServer
@@ -37,6 +38,44 @@ struct LoopExecutorTests {
                 return names
             }
             #expect(names == ["exec-echo"])
+            await loop.shutdown()
+        }
+    }
+
+    /// An observer runs while the loop writes; if what it does wakes the connection again
+    /// (here: cancelling the task that reads its messages, whose handler runs right there),
+    /// that second wake-up must wait for the write in progress, not run inside it.
+    @Test("an observer that wakes the connection from inside a write on the loop's thread")
+    func observerWakingTheConnectionDuringAWrite() async throws {
+        try await withTestServer { server in
+            let loop = WebSocketEventLoop(name: "exec-reentry")
+            let reader = Mutex<Task<Int, Never>?>(nil)
+            var configuration = WebSocketConfiguration()
+            configuration.wireEventObserver = { event in
+                if event.kind == .pingSent { reader.withLock { $0 }?.cancel() }
+            }
+            let connection = try await WebSocket.connect(
+                to: server.url(path: "/echo"), configuration: configuration, eventLoop: loop)
+            let started = AsyncStream<Void>.makeStream()
+            let task = Task {
+                started.continuation.yield()
+                var count = 0
+                for await _ in connection.messages { count += 1 }
+                return count
+            }
+            reader.withLock { $0 = task }
+            var signal = started.stream.makeAsyncIterator()
+            await signal.next()
+            // On the loop's executor the ping is written at once, inside `ping()`.
+            let outcome: Result<Duration, any Error> = await withTaskExecutorPreference(loop) {
+                do { return .success(try await connection.ping()) } catch { return .failure(error) }
+            }
+            // The reader was cancelled, so the connection closes (1001); the ping may or may not
+            // have been answered first. What matters: no crash, no hang, a clean end.
+            #expect(await task.value == 0)
+            await connection.close()
+            #expect(connection.closeCode == .goingAway)
+            if case .failure(let error) = outcome { #expect(error is WebSocketError, "\(error)") }
             await loop.shutdown()
         }
     }

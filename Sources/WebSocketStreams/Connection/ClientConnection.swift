@@ -54,6 +54,8 @@ final class ClientConnection: ServiceThreadWork {
     // MARK: - Service thread entry
 
     func runOnServiceThread() {
+        transport.isServicing = true
+        defer { transport.isServicing = false }
         let (requests, sendQueueChange) = machine.withLock { machine in
             (machine.takeRequests(), metrics == nil ? 0 : machine.takeSendQueueChange())
         }
@@ -63,10 +65,13 @@ final class ClientConnection: ServiceThreadWork {
 
     /// Asks the service thread to look at this connection: at once when the caller is a
     /// task running on that thread (between lws passes, so lws may be called), else by
-    /// posting to it.
+    /// posting to it. A wake-up from inside this connection's own service (a user callback
+    /// run while it writes, a cancellation handler that callback set off) is posted too:
+    /// the service in progress holds the write side, and must finish first.
     func wake() {
         let thread = eventLoop.serviceThread
-        if thread.isRunningJobsHere {
+        // `isServicing` is read on the service thread only (`isRunningJobsHere` proved it).
+        if thread.isRunningJobsHere, !transport.isServicing {
             runOnServiceThread()
         } else {
             thread.post(self)

@@ -73,6 +73,8 @@ final class ClientTransport: @unchecked Sendable {
     var readingPaused = false
     /// A `RAW_WRITEABLE` callback was asked for and has not come yet.
     var writableRequested = false
+    /// ``ClientConnection/runOnServiceThread()`` is running (a wake-up meanwhile is posted).
+    var isServicing = false
     /// Direct writes by tasks may have been allowed (``closeDirectWrites(_:)`` must run
     /// before the socket closes).
     var directWritesOpened = false
