@@ -102,6 +102,21 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The floor under the benchmark above: the `Data` that carries a lone binary message,
+    // copied from a read buffer with nothing of ours around it. Above 14 bytes (its inline
+    // storage) a `Data` is a storage object plus the bytes it points to: two allocations,
+    // whatever a client does, unless the bytes come from a shared block (the burst case).
+    do {
+        let source = [UInt8](binaryPayload)
+        Benchmark("floor-data-128B-copy", configuration: configuration()) { benchmark in
+            source.withUnsafeBytes { bytes in
+                for _ in benchmark.scaledIterations {
+                    blackHole(Data(bytes))
+                }
+            }
+        }
+    }
+
     do {
         var decoder = CodecBenchmarkHooks.Decoder(compressed: true)
         let input = CodecBenchmarkHooks.serverFrames(
