@@ -30,6 +30,8 @@ final class ClientConnection: ServiceThreadWork {
     /// Whether the stream's consumer holds received messages it has not handled yet (set by
     /// ``MessageIteration``): a send then answers one of a batch, and is queued with the rest.
     let consumerHoldsMessages = Atomic<Bool>(false)
+    /// Sends that could have been written directly but found the loop writing (tests, diagnostics).
+    let directWritesMissed = Atomic<Int>(0)
     private let eventLoop: WebSocketEventLoop
     private let waiterIDs = Atomic<UInt64>(0)
     /// Payload bytes handed to lws so far (written by the service thread, read by anyone).
@@ -147,10 +149,14 @@ final class ClientConnection: ServiceThreadWork {
     /// that cannot reorder anything (see ``DirectWriter``); `false` when it must be queued.
     /// Never waits: a loop that is writing holds the lock, and then the message is queued.
     private func writeDirectly(_ message: WebSocketMessage) throws(WebSocketError) -> Bool {
-        let outcome = directWrites.withLockIfAvailable { writer -> DirectWriter.Outcome in
+        let attempt = directWrites.withLockIfAvailable { writer -> DirectWriter.Outcome in
             guard writer.mayWrite(message), machine.withLock({ $0.mayWriteDirectly }) else { return .notTaken }
             return writer.write(message)
-        } ?? .notTaken
+        }
+        guard let outcome = attempt else {
+            directWritesMissed.add(1, ordering: .relaxed)
+            return false
+        }
         switch outcome {
         case .notTaken:
             return false
