@@ -59,17 +59,20 @@ public final class WebSocket: Sendable {
     /// Sends a message.
     ///
     /// Returns once the message is queued for writing, in order with every other message
-    /// sent on this connection (whatever task sends it). While more than
+    /// sent on this connection (whatever task sends it); over `ws://`, a small message with
+    /// nothing queued before it is written to the socket on the spot instead (see the
+    /// *Performance* article). While more than
     /// ``WebSocketConfiguration/maxBufferedSendBytes`` bytes wait to be written, it
     /// suspends until the backlog halves. Messages queued before ``close(code:reason:)``
     /// are written before the close frame.
     ///
     /// - Throws: ``WebSocketError/closed(code:reason:)`` (or the error that ended the
-    ///   connection) once it is closing or closed; `CancellationError` if the task is
-    ///   cancelled while waiting for room (the message was then not queued).
+    ///   connection) once it is closing or closed; ``WebSocketError/connectionFailed(_:)``
+    ///   when the socket failed as this message was written to it; `CancellationError` if
+    ///   the task is cancelled while waiting for room (the message was then not queued).
     ///
-    /// It runs on the caller's executor (`nonisolated(nonsending)`): queuing a message
-    /// never hops threads.
+    /// It runs on the caller's executor (`nonisolated(nonsending)`): queuing or writing a
+    /// message never hops threads.
     nonisolated(nonsending)
     public func send(_ message: WebSocketMessage) async throws {
         try await connection.send(message)
