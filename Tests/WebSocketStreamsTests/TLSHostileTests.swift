@@ -13,9 +13,9 @@ struct TLSHostileTests {
 
     /// A `/tls/` route, and what the client should make of it.
     struct BrokenTLSCase: Sendable, CustomTestStringConvertible {
-        /// What `connection.error` should be: its kind and words it must contain.
+        /// What `connection.error` should be: its kind and words it must contain (one of them).
         enum ExpectedError: Sendable {
-            case connectionFailed(containing: String)
+            case connectionFailed(containingOneOf: [String])
         }
 
         var kind: String
@@ -28,13 +28,15 @@ struct TLSHostileTests {
 
     @Test("broken TLS ends the stream with 1006 and an error that says how; only messages sent whole arrive", arguments: [
         // "hello" is in the record cut short, then a FIN.
-        BrokenTLSCase(kind: "truncated-record", messages: [], error: .connectionFailed(containing: "truncated")),
-        // Half the record of "lost", then a reset (after a ping and its pong). libwebsockets'
-        // read takes the reset's errno before the close reaches the client, so what it can
-        // say is what it sees: a record cut short.
-        BrokenTLSCase(kind: "reset-mid-record", messages: [], error: .connectionFailed(containing: "truncated")),
+        BrokenTLSCase(kind: "truncated-record", messages: [], error: .connectionFailed(containingOneOf: ["truncated"])),
+        // Half the record of "lost", then a reset (after a ping and its pong). Usually
+        // libwebsockets' read takes the reset's errno before the close reaches the client,
+        // which then says what it sees: a record cut short. When the close comes first (seen
+        // under ThreadSanitizer's timing), the socket still holds the reset and says so.
+        BrokenTLSCase(kind: "reset-mid-record", messages: [],
+                      error: .connectionFailed(containingOneOf: ["truncated", "connection reset by peer"])),
         // "bye", then close_notify and a FIN.
-        BrokenTLSCase(kind: "close-notify", messages: [.text("bye")], error: .connectionFailed(containing: "close_notify")),
+        BrokenTLSCase(kind: "close-notify", messages: [.text("bye")], error: .connectionFailed(containingOneOf: ["close_notify"])),
     ])
     func brokenTLS(_ broken: BrokenTLSCase) async throws {
         try await withTestServer(tls: .init()) { server in
@@ -49,7 +51,7 @@ struct TLSHostileTests {
             switch broken.error {
             case .connectionFailed(let words):
                 if let reason = reason(of: connection.error, ifCode: .connectionFailed) {
-                    #expect(reason.lowercased().contains(words), "reason: \(reason)")
+                    #expect(words.contains { reason.lowercased().contains($0) }, "reason: \(reason)")
                 } else {
                     Issue.record("expected \(broken.error), got \(String(describing: connection.error))")
                 }
