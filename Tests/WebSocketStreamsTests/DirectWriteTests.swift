@@ -123,7 +123,7 @@ struct DirectWriteTests {
         }
     }
 
-    @Test("a peer that stops reading: the direct write that finds the socket full leaves the rest to the loop, and later sends queue behind it")
+    @Test("a peer that stops reading: the direct write that finds the socket full hands what is left to the loop")
     func socketFullHandsOverToTheLoop() async throws {
         let loop = WebSocketEventLoop(name: "direct-full")
         try await withTestServer(compression: false) { server in
@@ -146,10 +146,16 @@ struct DirectWriteTests {
             let (direct, partial) = core.directWrites.withLock { ($0.framesWritten, $0.partialWrites) }
             #expect(partial == 1, "no direct write found the socket full in \(sent) sends")
             #expect(direct == sent)
-            // Direct writes are closed now: the next sends queue behind the leftover bytes.
+            // The loop's next pass takes the bytes the socket did not (they go out first once it
+            // has room; the kernel may grow the socket's buffer meanwhile, and then direct
+            // writes open again, which the test after this one covers end to end).
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !core.directWrites.withLock({ $0.leftover.isEmpty }), ContinuousClock.now < deadline {
+                await Task.yield()
+            }
+            #expect(core.directWrites.withLock { $0.leftover.isEmpty && $0.failure == nil })
             for _ in 0..<50 { try await connection.send(.binary(payload)) }
-            #expect(core.directWrites.withLock { $0.framesWritten } == direct)
-            #expect(core.machine.withLock { $0.sendBacklog.bytes } >= 49 * 1024)
+            #expect(connection.isOpen)
         }
         // The stalled peer never reads, so the close frame cannot get through: drop it.
         await loop.shutdown(gracePeriod: .zero)
