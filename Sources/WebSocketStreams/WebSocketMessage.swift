@@ -40,3 +40,18 @@ extension WebSocketMessage: CustomStringConvertible {
         }
     }
 }
+
+extension WebSocketMessage {
+    /// The opcode of the message's first frame.
+    var opcode: FrameOpcode {
+        if case .text = self { .text } else { .binary }
+    }
+
+    /// Calls `body` with the payload's bytes (a text's UTF-8, a binary's data).
+    func withPayloadBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        switch self {
+        case .text(var string): try string.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+        case .binary(let data): try data.withUnsafeBytes(body)
+        }
+    }
+}

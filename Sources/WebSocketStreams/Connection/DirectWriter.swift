@@ -85,41 +85,23 @@ struct DirectWriter {
         let key = keys.next()
         let descriptor = descriptor
         framesWritten += 1
-        let written: Int = scratch.withUnsafeMutableBytes { buffer in
+        let outcome = scratch.withUnsafeMutableBytes { buffer in
             let base = buffer.baseAddress!
-            let opcode: FrameOpcode = if case .text = message { .text } else { .binary }
-            let header = FrameEncoder.writeHeader(
-                into: base, opcode: opcode, isFinal: true, payloadLength: payloadLength, key: key)
-            switch message {
-            case .text(var string): string.withUTF8 { key.copyMasked(UnsafeRawBufferPointer($0), to: base + header) }
-            case .binary(let data): data.withUnsafeBytes { key.copyMasked($0, to: base + header) }
-            }
-            var offset = 0
-            while offset < frameLength {
-                let count = Glibc.send(descriptor, base + offset, frameLength - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-                if count > 0 {
-                    offset += count
-                } else if count < 0, errno == EINTR {
-                    continue
-                } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                    break
-                } else {
-                    return -Int(count == 0 ? EPIPE : errno)
-                }
-            }
-            return offset
+            _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
+            return RawSocket.send(UnsafeRawBufferPointer(rebasing: buffer[..<frameLength]), to: descriptor)
         }
-        if written < 0 {
-            failure = Int32(-written)
-            self.descriptor = -1
-            return .failed(Int32(-written))
-        }
-        if written < frameLength {
+        switch outcome {
+        case .sent:
+            return .sent
+        case .partial(let written):
             leftover.append(contentsOf: scratch[written..<frameLength])
             partialWrites += 1
             self.descriptor = -1
             return .partial
+        case .failed(let code):
+            failure = code
+            self.descriptor = -1
+            return .failed(code)
         }
-        return .sent
     }
 }

@@ -142,9 +142,9 @@ struct FrameWriter {
                 let length = FrameEncoder.headerLength(payloadLength: control.payload.count) + control.payload.count
                 guard length <= room else { break }
                 let key = keys.next()
-                let header = FrameEncoder.writeHeader(
-                    into: base + used, opcode: control.opcode, isFinal: true, payloadLength: control.payload.count, key: key)
-                control.payload.withUnsafeBytes { key.copyMasked($0, to: base + used + header) }
+                _ = control.payload.withUnsafeBytes {
+                    FrameEncoder.writeFrame(into: base + used, opcode: control.opcode, payload: $0, key: key)
+                }
                 used += length
                 controlFrames.removeFirst()
                 continue
@@ -164,14 +164,7 @@ struct FrameWriter {
                 let isFirst = current.offset == 0
                 let length = min(Self.maxFramePayload, current.payloadCount - current.offset)
                 let isFinal = current.offset + length == current.payloadCount
-                let opcode: FrameOpcode
-                if !isFirst {
-                    opcode = .continuation
-                } else if case .text = current.message {
-                    opcode = .text
-                } else {
-                    opcode = .binary
-                }
+                let opcode: FrameOpcode = isFirst ? current.message.opcode : .continuation
                 current.key = keys.next()
                 used += FrameEncoder.writeHeader(
                     into: base + used, opcode: opcode, isFinal: isFinal,
@@ -191,9 +184,7 @@ struct FrameWriter {
                 let length = FrameEncoder.headerLength(payloadLength: payload.count) + payload.count
                 guard length <= room else { break }
                 let key = keys.next()
-                let header = FrameEncoder.writeHeader(
-                    into: base + used, opcode: .close, isFinal: true, payloadLength: payload.count, key: key)
-                payload.withUnsafeBytes { key.copyMasked($0, to: base + used + header) }
+                _ = payload.withUnsafeBytes { FrameEncoder.writeFrame(into: base + used, opcode: .close, payload: $0, key: key) }
                 used += length
                 closeWritten = true
                 controlFrames.removeAll()
@@ -230,12 +221,7 @@ struct FrameWriter {
         if let deflater, message.byteCount >= Self.minimumCompressedSize {
             var compressed: [UInt8] = []
             compressed.reserveCapacity(message.byteCount / 2 + 64)
-            switch message {
-            case .text(var string):
-                string.withUTF8 { deflater.compress(UnsafeRawBufferPointer($0), into: &compressed) }
-            case .binary(let data):
-                data.withUnsafeBytes { deflater.compress($0, into: &compressed) }
-            }
+            message.withPayloadBytes { deflater.compress($0, into: &compressed) }
             outgoing.compressed = compressed
         }
         return outgoing
@@ -249,11 +235,8 @@ struct FrameWriter {
         }
         if let compressed = outgoing.compressed {
             compressed.withUnsafeBytes(copy)
-            return
-        }
-        switch outgoing.message {
-        case .text(var string): string.withUTF8 { copy(UnsafeRawBufferPointer($0)) }
-        case .binary(let data): data.withUnsafeBytes(copy)
+        } else {
+            outgoing.message.withPayloadBytes(copy)
         }
     }
 }

@@ -69,7 +69,12 @@ struct RawSocket {
 
     /// Writes as much of `bytes` as the kernel takes now, without blocking.
     func send(_ bytes: UnsafeRawBufferPointer) -> SendOutcome {
-        let descriptor = lws_get_socket_fd(wsi)
+        Self.send(bytes, to: lws_get_socket_fd(wsi))
+    }
+
+    /// Writes as much of `bytes` to `descriptor` as the kernel takes now, without blocking
+    /// (also used by tasks writing directly, ``DirectWriter``, which hold the descriptor).
+    static func send(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> SendOutcome {
         guard descriptor >= 0 else { return .failed(errno: EBADF) }
         var offset = 0
         while offset < bytes.count {

@@ -41,19 +41,33 @@ enum FrameEncoder {
         return length + 4
     }
 
+    /// Writes a whole frame (header, then `payload` masked with `key`) at `destination`,
+    /// which must have room for `headerLength(payloadLength:) + payload.count` bytes;
+    /// returns its length.
+    @discardableResult
+    static func writeFrame(
+        into destination: UnsafeMutableRawPointer, opcode: FrameOpcode, isFinal: Bool = true,
+        isCompressed: Bool = false, payload: UnsafeRawBufferPointer, key: MaskingKey
+    ) -> Int {
+        let header = writeHeader(
+            into: destination, opcode: opcode, isFinal: isFinal, isCompressed: isCompressed,
+            payloadLength: payload.count, key: key)
+        key.copyMasked(payload, to: destination + header)
+        return header + payload.count
+    }
+
     /// A whole frame as bytes (control frames, tests).
     static func frame(
         opcode: FrameOpcode, isFinal: Bool = true, isCompressed: Bool = false,
         payload: some Collection<UInt8>, key: MaskingKey
     ) -> [UInt8] {
         let payload = Array(payload)
-        let headerLength = headerLength(payloadLength: payload.count)
-        return [UInt8](unsafeUninitializedCapacity: headerLength + payload.count) { buffer, initialized in
-            let base = UnsafeMutableRawPointer(buffer.baseAddress!)
-            writeHeader(into: base, opcode: opcode, isFinal: isFinal, isCompressed: isCompressed,
-                        payloadLength: payload.count, key: key)
-            payload.withUnsafeBytes { key.copyMasked($0, to: base + headerLength) }
-            initialized = headerLength + payload.count
+        let length = headerLength(payloadLength: payload.count) + payload.count
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            initialized = payload.withUnsafeBytes {
+                writeFrame(into: UnsafeMutableRawPointer(buffer.baseAddress!), opcode: opcode, isFinal: isFinal,
+                           isCompressed: isCompressed, payload: $0, key: key)
+            }
         }
     }
 }
