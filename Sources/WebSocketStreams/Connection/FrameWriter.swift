@@ -53,7 +53,7 @@ struct FrameWriter {
 
     /// Messages queued or partly written: nothing more of them can be sent after the socket is gone.
     var unwrittenMessages: [WebSocketMessage] {
-        abandoned + (outgoing.map { [$0.message] } ?? []) + Array(messages)
+        abandoned + (outgoing.map { [$0.message] } ?? []) + messages.elementsAsArray
     }
 
     /// Messages dropped from the queue by ``enqueueCloseNow(_:)``: never sent.
