@@ -19,6 +19,9 @@ final class ServerConnection {
     /// its echoes must not make the server buffer without bound).
     static let outboundHighWatermark = 8 * 1024 * 1024
     static let writeBudget = 512 * 1024
+    /// The most a message's first frame header makes the server set aside before its
+    /// bytes arrive, and the largest buffer kept for the next message.
+    static let largestReservation = 16 * 1024 * 1024
 
     let id: Int
     let route: ServerRoute
@@ -26,7 +29,10 @@ final class ServerConnection {
     private var outbound = Deque<Frame>()
     private var outboundBytes = 0
     private var readingPaused = false
+    /// The message being received: `LWS_PRE` bytes of header room, then what has arrived.
     private var partial: [UInt8] = []
+    /// An empty buffer with room, from an echo written, for the next message received.
+    private var spareBuffer: [UInt8] = []
     private var partialIsBinary = false
     private var pushed = 0
     /// Bytes of message `pushed` already written (fragmented pushes span writable passes).
@@ -111,22 +117,33 @@ final class ServerConnection {
     // MARK: - Receiving
 
     func receive(_ wsi: OpaquePointer, input: UnsafeMutableRawPointer?, length: Int) -> Int32 {
-        if partial.isEmpty { partialIsBinary = lws_frame_is_binary(wsi) != 0 }
+        if partial.isEmpty {
+            // The message is gathered behind lws's header room, so an echo is queued as it
+            // is, without a copy, in the buffer of the last echo written when there is one;
+            // else its first frame's length sizes the buffer (bounded: the length is the
+            // client's word).
+            swap(&partial, &spareBuffer)
+            partialIsBinary = lws_frame_is_binary(wsi) != 0
+            let announced = length + Int(lws_remaining_packet_payload(wsi))
+            partial.reserveCapacity(Self.headroom + min(announced, Self.largestReservation))
+            partial.append(contentsOf: repeatElement(0, count: Self.headroom))
+        }
         if let input, length > 0 {
             partial.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
         }
         guard lws_is_final_fragment(wsi) != 0 else { return 0 }
-        let message = partial
+        let message = Frame(bytes: partial, flags: partialIsBinary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue)
         partial = []
-        let text = recordTexts && !partialIsBinary ? String(decoding: message, as: UTF8.self) : nil
+        let text = recordTexts && !partialIsBinary
+            ? String(decoding: message.bytes[Self.headroom...], as: UTF8.self) : nil
         recorder.change(id) { record in
             record.messagesReceived += 1
-            record.bytesReceived += message.count
+            record.bytesReceived += message.payloadCount
             if let text { record.textsReceived.append(text) }
         }
         switch route {
         case .echo, .push, .headers, .close, .drop, .badUTF8, .stall(resumeAfterMilliseconds: .some):
-            enqueue(wsi, payload: message, binary: partialIsBinary)
+            enqueue(wsi, message)
         case .stall(resumeAfterMilliseconds: nil), .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
             break
         }
@@ -142,8 +159,12 @@ final class ServerConnection {
     private func enqueue(_ wsi: OpaquePointer, payload: [UInt8], flags: UInt32) {
         var bytes = [UInt8](repeating: 0, count: Self.headroom)
         bytes.append(contentsOf: payload)
-        outbound.append(Frame(bytes: bytes, flags: flags))
-        outboundBytes += payload.count
+        enqueue(wsi, Frame(bytes: bytes, flags: flags))
+    }
+
+    private func enqueue(_ wsi: OpaquePointer, _ frame: Frame) {
+        outbound.append(frame)
+        outboundBytes += frame.payloadCount
         if outboundBytes > Self.outboundHighWatermark, !readingPaused {
             readingPaused = true
             lws_rx_flow_control(wsi, 0)
@@ -192,6 +213,9 @@ final class ServerConnection {
                 current = (next, 0)
             }
             guard var (frame, offset) = current else { break }
+            // Only the local copy may hold the bytes while lws writes its header into them,
+            // or the write below would copy the whole frame first.
+            current = nil
             let total = frame.payloadCount
             let length = min(total - offset, pieceLimit)
             let last = offset + length == total
@@ -206,8 +230,13 @@ final class ServerConnection {
             budget -= max(length, 64)
             offset += length
             if last {
-                current = nil
                 outboundBytes -= total
+                // lws has taken the frame (what the socket did not, it copied): its buffer
+                // can hold the next message.
+                if frame.bytes.capacity <= Self.largestReservation, frame.bytes.capacity > spareBuffer.capacity {
+                    frame.bytes.removeAll(keepingCapacity: true)
+                    spareBuffer = frame.bytes
+                }
             } else {
                 current = (frame, offset)
             }

@@ -23,6 +23,33 @@ struct EchoTests {
         }
     }
 
+    /// The server gathers each message in the buffer of the echo it wrote last: a small message
+    /// after a large one, and a larger one after that, must come back exactly, with nothing of
+    /// the earlier message in them.
+    @Test("/echo returns large, empty, small and larger messages exactly, in order, through its reused buffers",
+          arguments: [false, true])
+    func echoReusesBuffersWithoutLeaks(compression: Bool) async throws {
+        try await withTestServer(compression: compression) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.compression = compression
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            func payload(_ count: Int, seed: UInt8) -> Data {
+                Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) &+ seed })
+            }
+            let sent: [WebSocketMessage] = [
+                .binary(payload(3 << 20, seed: 1)), .binary(Data()), .text("after a large one"),
+                .binary(payload(100, seed: 2)), .binary(payload(5 << 20, seed: 3)), .text(String(repeating: "é", count: 70_000)),
+            ]
+            for message in sent { try await connection.send(message) }
+            var iterator = connection.messages.makeAsyncIterator()
+            for (index, expected) in sent.enumerated() {
+                let received = await iterator.next()
+                #expect(received == expected, "message \(index): \(received?.byteCount ?? -1) bytes, expected \(expected.byteCount)")
+            }
+            await connection.close()
+        }
+    }
+
     /// Over TLS, the route is served by the test server's raw TLS listener.
     @Test("/frame-echo (the benchmarks' echo) returns every frame: small, 2.5 MiB in fragments, pings; then the close",
           arguments: [false, true])

@@ -731,22 +731,22 @@ struct MaskingKeyTests {
         }
     }
 
-    @Test("copyMasked equals a byte-by-byte XOR: lengths 0-64, every phase, unaligned, nothing written outside")
+    @Test("copyMasked equals a byte-by-byte XOR: lengths 0-200 (every mix of 64-, 16-, 8- and 1-byte steps), every phase, unaligned, nothing written outside")
     func matchesNaiveXOR() {
         var generator = SeededGenerator(state: 5)
-        let source = (0..<80).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        for length in 0...64 {
+        let source = (0..<216).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for length in 0...200 {
             for offset in [0, 1, 2, 3, 5, 1_000_003] {
                 for sourceStart in 0..<4 {
                     for destinationStart in [0, 1, 3, 7] {
-                        var destination = [UInt8](repeating: 0xEE, count: 80)
+                        var destination = [UInt8](repeating: 0xEE, count: 216)
                         source.withUnsafeBytes { from in
                             destination.withUnsafeMutableBytes { to in
                                 Self.key.copyMasked(UnsafeRawBufferPointer(rebasing: from[sourceStart..<sourceStart + length]),
                                                     to: to.baseAddress! + destinationStart, offset: offset)
                             }
                         }
-                        var expected = [UInt8](repeating: 0xEE, count: 80)
+                        var expected = [UInt8](repeating: 0xEE, count: 216)
                         for index in 0..<length {
                             expected[destinationStart + index] = source[sourceStart + index] ^ Self.keyBytes[(offset + index) % 4]
                         }
