@@ -15,7 +15,7 @@ DOCS_DIR := $(CURDIR)/.build/docs
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench bench-alloc conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench bench-alloc bench-w3-crosscheck conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -106,6 +106,17 @@ bench: deps
 		--peer websocket-kit="$$($(SWIFT) build -c release --package-path $(WEBSOCKETKIT_PEER) --show-bin-path)/wsbench-websocketkit" \
 		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py"
 	$(MAKE) bench-alloc
+
+## bench-w3-crosscheck: W3 against a plain libwebsockets echo server in C (Benchmarks/echo-server-c)
+## instead of TestServer, for ours, ours on the loop executor, raw C and picows: whether a W3
+## figure is the client's or the server's
+bench-w3-crosscheck: deps
+	$(SWIFT) build -c release --product wsbench
+	mkdir -p .build/bench
+	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
+	$(CC) -O2 -o .build/bench/echo-server-c Benchmarks/echo-server-c/echo-server-c.c $$(pkg-config --cflags --libs libwebsockets)
+	Benchmarks/echo-server-c/crosscheck.sh "$$($(SWIFT) build -c release --show-bin-path)" .build/bench/wsbench-c \
+		.build/bench/echo-server-c "$$(test -x $(BENCH_VENV)/bin/python && echo $(BENCH_VENV)/bin/python)"
 
 ## bench-alloc: the allocation and micro benchmarks (Benchmarks/Allocations, a package of its
 ## own on ordo-one/benchmark): mallocs and time per message to encode, decode, mask, inflate,
