@@ -15,7 +15,9 @@ import SynchronizationSupport
 /// (send, consume) allocate nothing to cross threads, and a burst of sends costs one wake-up.
 final class ClientConnection: ServiceThreadWork {
     let url: WebSocketURL
-    let configuration: WebSocketConfiguration
+    /// The configuration, shared with the transport.
+    private let sharedConfiguration: SharedConfiguration
+    var configuration: WebSocketConfiguration { sharedConfiguration.value }
     let logger: Logger
     let transport: ClientTransport
     let machine: AnnotatedMutex<ConnectionStateMachine>
@@ -45,12 +47,13 @@ final class ClientConnection: ServiceThreadWork {
     ) {
         self.metrics = metrics
         self.url = url
-        self.configuration = configuration
+        let sharedConfiguration = SharedConfiguration(configuration)
+        self.sharedConfiguration = sharedConfiguration
         self.logger = configuration.logger
         self.eventLoop = eventLoop
         machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration))
         transport = ClientTransport(
-            configuration: configuration, url: url, target: target, handshakeDeadline: handshakeDeadline)
+            configuration: sharedConfiguration, url: url, target: target, handshakeDeadline: handshakeDeadline)
     }
 
     // MARK: - Service thread entry

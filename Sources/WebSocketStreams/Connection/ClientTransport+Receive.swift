@@ -161,7 +161,7 @@ extension ClientTransport {
     ) {
         let offeredExtensions = configuration.compression ? ["permessage-deflate"] : []
         switch HandshakeValidator.validate(
-            head, key: request.key, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
+            head, key: handshakeKey, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
         ) {
         case .success(let negotiated):
             opened(connection, negotiated: negotiated, loop: loop)

@@ -4,7 +4,7 @@ extension ClientTransport {
     /// Reports the upgrade request about to be written (service thread).
     func reportHandshakeRequest() {
         guard let observer = configuration.wireEventObserver else { return }
-        let text = String(decoding: request.bytes, as: UTF8.self)
+        let text = String(decoding: upgradeRequestBytes, as: UTF8.self)
         observer(.handshakeRequestSent(head: redactor?.redact(text) ?? text))
     }
 

@@ -51,11 +51,17 @@ final class ClientTransport: @unchecked Sendable {
         var lingerLimit: ContinuousClock.Instant?
     }
 
-    let configuration: WebSocketConfiguration
+    /// The configuration, shared with the connection.
+    let sharedConfiguration: SharedConfiguration
+    var configuration: WebSocketConfiguration { sharedConfiguration.value }
     let url: WebSocketURL
     let target: ConnectTarget
     let handshakeDeadline: ContinuousClock.Instant
-    let request: HandshakeRequest
+    /// The upgrade request's `Sec-WebSocket-Key`, that the server's answer must match.
+    let handshakeKey: String
+    /// The upgrade request as written; emptied once it is handed to the socket, so an open
+    /// connection does not carry it.
+    var upgradeRequestBytes: [UInt8]
     /// Removes this connection's credentials from log lines (nil when it has none or
     /// ``WebSocketConfiguration/redactsSecretsInLogs`` is off).
     let redactor: SecretRedactor?
@@ -116,8 +122,9 @@ final class ClientTransport: @unchecked Sendable {
     /// already sent, so an upgrade that completes meanwhile can be closed properly.
     static let abandonGrace: Duration = .seconds(1)
 
-    init(configuration: WebSocketConfiguration, url: WebSocketURL, target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant) {
-        self.configuration = configuration
+    init(configuration sharedConfiguration: SharedConfiguration, url: WebSocketURL, target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant) {
+        self.sharedConfiguration = sharedConfiguration
+        let configuration = sharedConfiguration.value
         self.url = url
         self.target = target
         self.handshakeDeadline = handshakeDeadline
@@ -125,10 +132,12 @@ final class ClientTransport: @unchecked Sendable {
         if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             headers["Authorization"] = authorization
         }
-        request = HandshakeRequest(
+        let request = HandshakeRequest(
             url: url, headers: headers.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) },
             subprotocols: configuration.subprotocols, origin: configuration.origin,
             extensionOffer: configuration.compression ? DeflateParameters.clientOffer : nil)
+        handshakeKey = request.key
+        upgradeRequestBytes = request.bytes
         let redactor = SecretRedactor(url: url, headers: headers)
         self.redactor = configuration.redactsSecretsInLogs && !redactor.secrets.isEmpty ? redactor : nil
     }
@@ -289,7 +298,8 @@ final class ClientTransport: @unchecked Sendable {
         phase = .upgrading(HTTPResponseParser())
         connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
         reportHandshakeRequest()
-        send(request.bytes, connection: connection, loop: loop)
+        send(upgradeRequestBytes, connection: connection, loop: loop)
+        upgradeRequestBytes = []
     }
 
     /// Fails the handshake with `error` and drops the socket.
