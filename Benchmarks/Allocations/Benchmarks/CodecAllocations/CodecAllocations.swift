@@ -158,7 +158,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: A whole round trip: send, the in-process server echoes, receive.
 
     let echo = LoopbackEcho()
-    // Half an allocation per round trip either way (of 9: see BENCHMARKS.md, "Allocations").
+    // Half an allocation per round trip either way (of 4: see Benchmarks/analysis.md, "Allocations").
     Benchmark("loopback-echo-128B", configuration: configuration(maxDuration: .seconds(2), tolerance: 500)) { benchmark in
         for _ in benchmark.scaledIterations {
             await echo.roundTrip(.binary(binaryPayload))
