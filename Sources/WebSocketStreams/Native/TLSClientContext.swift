@@ -1,6 +1,7 @@
 import CLibWebSockets
 import Glibc
 import Synchronization
+import SynchronizationSupport
 
 /// An OpenSSL client context (`SSL_CTX`) configured from a ``WebSocketConfiguration/TLS``:
 /// TLS 1.2 or newer, the system's CAs plus ``WebSocketConfiguration/TLS/trustedCAFile``,
@@ -21,12 +22,12 @@ final class TLSClientContext: @unchecked Sendable {
 
     /// The contexts built so far, one per distinct TLS configuration. Only successfully
     /// built contexts are kept; a configuration that failed is tried again next time.
-    private static let cache = Mutex<[WebSocketConfiguration.TLS: TLSClientContext]>([:])
+    private static let cache = AnnotatedMutex<[WebSocketConfiguration.TLS: TLSClientContext]>([:])
 
     /// The newest session ticket per `host:port`, offered by the next connection there:
     /// a reconnect (``ReconnectingWebSocket`` above all) resumes the session, an
     /// abbreviated handshake, instead of a full one. At most ``maxTickets`` are kept.
-    private let tickets = Mutex<[String: TLSSessionTicket]>([:])
+    private let tickets = AnnotatedMutex<[String: TLSSessionTicket]>([:])
     static let maxTickets = 256
 
     /// The ticket to offer to `host:port`, if a session with it ended or is open.
