@@ -10,10 +10,14 @@ import WebSocketTestServer
 /// that the two paths never reorder, drop or duplicate a message, against a real server.
 @Suite("Sends written on the caller's thread")
 struct DirectWriteTests {
-    @Test("request/response round trips write their frames without waking the loop")
-    func roundTripsWriteDirectly() async throws {
-        try await withTestServer(compression: false) { server in
-            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+    @Test("request/response round trips write their frames without waking the loop (over TLS, encrypted by the sender)",
+          arguments: [false, true])
+    func roundTripsWriteDirectly(tls: Bool) async throws {
+        try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = server.caCertificateFile
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            #expect(connection.url.hasPrefix("wss://") == tls)
             // The burst rule is off (it has a test of its own): on a loaded machine a sender
             // preempted inside `send` can find the answer already there when it resumes, and its
             // next request then looks like part of a burst.
@@ -81,11 +85,12 @@ struct DirectWriteTests {
     }
 
     @Test("small (direct) and large (queued) messages from one task arrive in the order sent",
-          arguments: [false, true])
-    func mixedSizesKeepTheirOrder(compression: Bool) async throws {
-        try await withTestServer(compression: compression) { server in
+          arguments: [false, true], [false, true])
+    func mixedSizesKeepTheirOrder(compression: Bool, tls: Bool) async throws {
+        try await withTestServer(tls: tls ? .init() : nil, compression: compression) { server in
             var configuration = WebSocketConfiguration()
             configuration.compression = compression
+            configuration.tls.trustedCAFile = server.caCertificateFile
             let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             var generator = SeededGenerator(state: compression ? 7 : 3)
             let count = 400
@@ -123,12 +128,14 @@ struct DirectWriteTests {
         }
     }
 
-    @Test("a peer that stops reading: the direct write that finds the socket full hands what is left to the loop")
-    func socketFullHandsOverToTheLoop() async throws {
+    @Test("a peer that stops reading: the direct write that finds the socket full hands what is left to the loop",
+          arguments: [false, true])
+    func socketFullHandsOverToTheLoop(tls: Bool) async throws {
         let loop = WebSocketEventLoop(name: "direct-full")
-        try await withTestServer(compression: false) { server in
+        try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
             var configuration = WebSocketConfiguration()
             configuration.compression = false
+            configuration.tls.trustedCAFile = server.caCertificateFile
             configuration.maxBufferedSendBytes = 1024 * 1024
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/stall"), configuration: configuration, eventLoop: loop)
@@ -161,11 +168,13 @@ struct DirectWriteTests {
         await loop.shutdown(gracePeriod: .zero)
     }
 
-    @Test("a peer that stops reading for a while: direct and queued sends all arrive in order once it reads again")
-    func stalledPeerTakesEverythingInOrder() async throws {
-        try await withTestServer(compression: false) { server in
+    @Test("a peer that stops reading for a while: direct and queued sends all arrive in order once it reads again",
+          arguments: [false, true])
+    func stalledPeerTakesEverythingInOrder(tls: Bool) async throws {
+        try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
             var configuration = WebSocketConfiguration()
             configuration.compression = false
+            configuration.tls.trustedCAFile = server.caCertificateFile
             configuration.maxBufferedSendBytes = 256 * 1024
             // The server reads nothing for 1.5 s, long enough for the sends below to fill the
             // socket's buffers on a quiet machine (the test above checks that hand-over on its

@@ -170,10 +170,10 @@ final class ClientConnection: ServiceThreadWork {
             wroteDirectly(message)
             if machine.withLock({ $0.requestWritePass() }) { wake() }
             return true
-        case .failed(let code):
+        case .failed(let reason):
             // The loop ends the connection; this message is the one that did not go.
             if machine.withLock({ $0.requestWritePass() }) { wake() }
-            throw .connectionFailed("write failed: \(SocketConnector.describe(code)) (\(transport.target.description))")
+            throw .connectionFailed("write failed: \(reason) (\(transport.target.description))")
         }
     }
 

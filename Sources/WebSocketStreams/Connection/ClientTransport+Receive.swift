@@ -10,7 +10,7 @@ extension ClientTransport {
             closing.deadline = min(limit, .now + Self.lingerAfterClose)
         }
         if let tls, !isNegotiatingWithProxy {
-            tls.receiveCiphertext(bytes)
+            withTLSSession(connection) { tls.receiveCiphertext(bytes) }
             pumpTLS(connection, loop: loop)
         } else {
             receivedPlaintext(connection, bytes, loop: loop)
@@ -33,7 +33,7 @@ extension ClientTransport {
         }
         let scratch = loop.readScratch
         while !readingPaused, !dropRequested, !hasEnded {
-            switch tls.readPlaintext(into: scratch) {
+            switch withTLSSession(connection, { tls.readPlaintext(into: scratch) }) {
             case .bytes(let count):
                 receivedPlaintext(connection, UnsafeRawBufferPointer(rebasing: scratch[..<count]), loop: loop)
             case .wantsMoreInput:
@@ -51,6 +51,7 @@ extension ClientTransport {
                 // After the handshake, a broken record is a lost connection (retried), not a
                 // certificate or configuration problem.
                 noteAbnormalEnd(.connectionFailed("TLS failed: \(reason) (\(url.hostHeader))"))
+                closeDirectWrites(connection)  // the session is the loop's alone from here
                 flushCiphertext(connection, loop: loop)  // the alert, if TLS wrote one
                 requestDrop()
                 return

@@ -27,6 +27,7 @@ extension ClientTransport {
             takeDirectWriteLeftovers(&direct, connection: connection)
             flushHoldingWriteSide(connection, loop: loop)
             direct.descriptor = directWriteDescriptor
+            direct.tls = direct.descriptor >= 0 ? tls : nil
             direct.largestPayloadNow = writer.compresses ? FrameWriter.minimumCompressedSize - 1 : DirectWriter.largestPayload
             directWritesOpened = directWritesOpened || direct.descriptor >= 0
         }
@@ -83,18 +84,26 @@ extension ClientTransport {
         }
         if let failure = direct.failure {
             direct.failure = nil
-            writeFailed(connection, reason: SocketConnector.describe(failure))
+            writeFailed(connection, reason: failure)
         }
     }
 
     /// The descriptor tasks may write to directly now, or -1: only while nothing is queued,
-    /// half written or waiting for room that a direct write could overtake, and never over
-    /// TLS or once a close frame is queued.
+    /// half written or waiting for room that a direct write could overtake (TLS records
+    /// included), and never once a close frame is queued.
     private var directWriteDescriptor: Int32 {
-        guard isOpen, tls == nil, !dropRequested, let socket, pendingOutput.isEmpty,
-              !writer.hasWork, !writer.isClosing, closeFrameQueued == nil
+        guard isOpen, !isNegotiatingWithProxy, !dropRequested, let socket, pendingOutput.isEmpty,
+              !writer.hasWork, !writer.isClosing, closeFrameQueued == nil, (tls?.pendingCiphertextCount ?? 0) == 0
         else { return -1 }
         return socket.descriptor
+    }
+
+    /// Runs `body`, which calls into the TLS session, holding the write side while tasks may
+    /// write directly: they use the session too (``DirectWriter/tls``), and a session is
+    /// used by one thread at a time. Never called inside a flush (which holds the lock).
+    func withTLSSession<Result>(_ connection: ClientConnection, _ body: () -> Result) -> Result {
+        guard directWritesOpened, tls != nil else { return body() }
+        return connection.directWrites.withLock { _ in body() }
     }
 
     /// Stops direct writes for good (the socket is closing): waits out one in progress, so
@@ -102,7 +111,10 @@ extension ClientTransport {
     func closeDirectWrites(_ connection: ClientConnection) {
         guard directWritesOpened else { return }
         directWritesOpened = false
-        connection.directWrites.withLock { $0.descriptor = -1 }
+        connection.directWrites.withLock {
+            $0.descriptor = -1
+            $0.tls = nil
+        }
     }
 
     /// Takes messages, pings and the close frame from the state machine into the writer.

@@ -18,10 +18,15 @@ import Glibc
 /// with one system call. A request/response exchange waits a round trip between sends.
 ///
 /// The loop opens direct writes only while they cannot reorder anything: the connection is
-/// open, plain TCP (TLS records are the loop's), its frame writer has nothing queued or
-/// half written, no close frame is queued, and no earlier write is waiting for room; it
-/// closes them (``descriptor`` = -1) before the socket can close, so a task never writes to
-/// a descriptor that has been closed and reused.
+/// open, its frame writer has nothing queued or half written, no close frame is queued, and
+/// no earlier write (or TLS record) is waiting for room; it closes them (``descriptor`` = -1)
+/// before the socket can close, so a task never writes to a descriptor that has been closed
+/// and reused.
+///
+/// Over TLS the task encrypts its frame itself (``tls``): while direct writes are open, the
+/// loop makes every call into the TLS session (decrypting included) under the same lock, so
+/// the session is used by one thread at a time, and whoever holds the lock sends all the
+/// ciphertext the session holds, in order.
 struct DirectWriter {
     /// The largest payload a task writes itself; larger messages go through the loop, which
     /// writes them in budgeted slices between other connections' work.
@@ -42,20 +47,24 @@ struct DirectWriter {
 
     /// The socket while tasks may write to it directly; -1 while they may not.
     var descriptor: Int32 = -1
+    /// The connection's TLS session while tasks may write directly over TLS.
+    var tls: TLSSession?
     /// With permessage-deflate negotiated, only messages that would not be compressed
     /// anyway (shorter than ``FrameWriter/minimumCompressedSize``) are written directly,
     /// so compression and its shared window stay the loop's.
     var largestPayloadNow = DirectWriter.largestPayload
     /// Bytes a direct write could not send; the loop sends them before anything else.
     var leftover: [UInt8] = []
-    /// Why a direct write failed (an `errno`), for the loop to end the connection with.
-    var failure: Int32?
+    /// Why a direct write failed, for the loop to end the connection with.
+    var failure: String?
     /// Frames tasks wrote themselves (all or part of), for tests and diagnostics.
     private(set) var framesWritten = 0
     /// Direct writes the socket took only part of (the loop wrote the rest).
     private(set) var partialWrites = 0
     private var keys = MaskingKeySource(batchSize: 16)
     private var scratch: [UInt8] = []
+    /// A frame's TLS records on their way to the socket (TLS only).
+    private var cipher: [UInt8] = []
 
     /// What a direct write did.
     enum Outcome {
@@ -65,8 +74,8 @@ struct DirectWriter {
         case sent
         /// Part of it went out; the rest is in ``leftover`` and the loop must write it.
         case partial
-        /// The socket failed (`errno`); the connection is lost.
-        case failed(Int32)
+        /// The socket (or TLS) failed, for this reason; the connection is lost.
+        case failed(String)
     }
 
     /// Whether `message` may be written directly now (the state machine is asked too).
@@ -85,6 +94,15 @@ struct DirectWriter {
         let key = keys.next()
         let descriptor = descriptor
         framesWritten += 1
+        if let tls {
+            let encrypted = scratch.withUnsafeMutableBytes { buffer in
+                let base = buffer.baseAddress!
+                _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
+                return tls.writePlaintext(UnsafeRawBufferPointer(rebasing: buffer[..<frameLength]))
+            }
+            guard encrypted else { return fail("TLS refused to encrypt") }
+            return sendCiphertext(of: tls, to: descriptor)
+        }
         let outcome = scratch.withUnsafeMutableBytes { buffer in
             let base = buffer.baseAddress!
             _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
@@ -95,13 +113,45 @@ struct DirectWriter {
             return .sent
         case .partial(let written):
             leftover.append(contentsOf: scratch[written..<frameLength])
-            partialWrites += 1
-            self.descriptor = -1
-            return .partial
+            return stopAfterPartialWrite()
         case .failed(let code):
-            failure = code
-            self.descriptor = -1
-            return .failed(code)
+            return fail(SocketConnector.describe(code))
         }
+    }
+
+    /// Sends everything `tls` holds for the socket, with one `send(2)`: what the frame just
+    /// became, and anything the session wrote on its own before it. What the socket does not
+    /// take goes to ``leftover``.
+    private mutating func sendCiphertext(of tls: TLSSession, to descriptor: Int32) -> Outcome {
+        let count = tls.pendingCiphertextCount
+        if cipher.count < count {
+            // Grown, never shrunk: at most the largest direct frame's records per connection.
+            cipher = [UInt8](repeating: 0, count: max(count, min(2 * cipher.count, Self.largestFrame + 1024), 256))
+        }
+        let (taken, outcome) = cipher.withUnsafeMutableBytes { buffer in
+            let taken = tls.takeCiphertext(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]))
+            return (taken, RawSocket.send(UnsafeRawBufferPointer(rebasing: buffer[..<taken]), to: descriptor))
+        }
+        switch outcome {
+        case .sent:
+            return .sent
+        case .partial(let written):
+            leftover.append(contentsOf: cipher[written..<taken])
+            return stopAfterPartialWrite()
+        case .failed(let code):
+            return fail(SocketConnector.describe(code))
+        }
+    }
+
+    private mutating func stopAfterPartialWrite() -> Outcome {
+        partialWrites += 1
+        descriptor = -1
+        return .partial
+    }
+
+    private mutating func fail(_ reason: String) -> Outcome {
+        failure = reason
+        descriptor = -1
+        return .failed(reason)
     }
 }

@@ -13,10 +13,15 @@ import Glibc
 /// Drive ``continueHandshake()`` until it returns ``HandshakeStep/done``, then use
 /// ``readPlaintext(into:)`` and ``writePlaintext(_:)``; ``close()`` queues close_notify.
 ///
-/// Not `Sendable`: a session is confined to the event-loop thread that created it. OpenSSL's
-/// error queue is per thread, and every method clears it before and after its work, so
-/// failures reported here never mix with another library's errors on that thread.
-final class TLSSession {
+/// Used by one thread at a time: the event-loop thread that created it, and, while the
+/// connection lets tasks write directly, a task holding the connection's write side
+/// (``ClientConnection/directWrites``), under which the loop then makes its own calls too
+/// (``ClientTransport/withTLSSession(_:_:)``). OpenSSL's error queue is per thread, and every
+/// method clears it before and after its work, so failures reported here never mix with
+/// another library's errors on that thread.
+// @unchecked: not thread-safe itself; the confinement above (loop thread, or the write-side
+// lock while direct writes are open) is what protects it.
+final class TLSSession: @unchecked Sendable {
     /// Where the opening handshake stands after ``continueHandshake()``.
     enum HandshakeStep {
         /// The handshake finished; application data can flow.
