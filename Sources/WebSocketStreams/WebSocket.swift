@@ -59,9 +59,9 @@ public final class WebSocket: Sendable {
     /// Sends a message.
     ///
     /// Returns once the message is queued for writing, in order with every other message
-    /// sent on this connection (whatever task sends it); over `ws://`, a small message with
-    /// nothing queued before it is written to the socket on the spot instead (see the
-    /// *Performance* article). While more than
+    /// sent on this connection (whatever task sends it); a small message with nothing queued
+    /// before it is written to the socket on the spot instead, encrypted on the spot over
+    /// `wss://` (see the *Performance* article). While more than
     /// ``WebSocketConfiguration/maxBufferedSendBytes`` bytes wait to be written, it
     /// suspends until the backlog halves. Messages queued before ``close(code:reason:)``
     /// are written before the close frame.
