@@ -322,6 +322,36 @@ def comparison_table(results, scheme, peers=()):
     return table
 
 
+# Where the hot-path issue started (its table: one interleaved run of 3 reps against a C lws echo
+# server, ratios to raw lws C; W1 p50 and W5 lower is better). Printed beside this run's ratios.
+BEFORE = {
+    ("W1", "rtt_per_s"): {"websocketstreams": 0.70, "websocketstreams+loop": 0.92, "websocket-kit": 0.90, "picows": 0.92},
+    ("W1", "p50_us"): {"websocketstreams": 1.32, "websocketstreams+loop": 1.10, "websocket-kit": 1.13, "picows": 1.08},
+    ("W2", "msgs_per_s"): {"websocketstreams": 0.82, "websocketstreams+loop": 0.79, "websocket-kit": 1.27, "picows": 1.78},
+    ("W3", "mb_per_s"): {"websocketstreams": 0.84, "websocketstreams+loop": 0.89, "websocket-kit": 3.91, "picows": 9.62},
+    ("W4", "msgs_per_s"): {"websocketstreams": 0.58, "websocketstreams+loop": 0.46, "websocket-kit": 0.98, "picows": 0.74},
+    ("W5", "open_s"): {"websocketstreams": 6.37, "websocketstreams+loop": 5.13, "websocket-kit": 1.82, "picows": 2.42},
+    ("W5", "rss_per_conn_kb"): {"websocketstreams": 0.68, "websocketstreams+loop": 0.67, "websocket-kit": 1.47, "picows": 3.33},
+}
+
+
+def before_after_table(results, peers):
+    """The issue's starting ratios (BEFORE) against this run's, over ws://, for ours and each peer."""
+    clients = [c for c in OURS + list(peers) if any(c in row for row in BEFORE.values())]
+    names = {"websocketstreams": "ours", "websocketstreams+loop": "ours, loop executor"}
+    table = ["| Workload | Figure | " + " | ".join(f"{names.get(c, c)}: before -> now" for c in clients) + " |",
+             "|---|---|" + "---:|" * len(clients)]
+    for (workload, key), before in BEFORE.items():
+        raw = median(r.get(key) for r in results[("ws", workload, "raw-c")])
+        cells = []
+        for client in clients:
+            now = peer_median(results[("ws", workload, client)], key) if ("ws", workload, client) in results else None
+            ratio = f"{now / raw:.2f}x" if now is not None and raw else "n/a"
+            cells.append(f"{before[client]:.2f}x -> {ratio}" if client in before else ratio)
+        table.append(f"| {workload} | `{key}` | " + " | ".join(cells) + " |")
+    return table
+
+
 def cpu_table(results, scheme, clients=CLIENTS):
     names = " / ".join({"raw-c": "raw C", "websocketstreams": "ours", "websocketstreams+loop": "loop"}.get(c, c)
                        for c in clients)
@@ -475,6 +505,10 @@ def main():
     lines += peer_lines
     lines += ["", "## Over ws://", "", *table, "",
               f"Runs that did not complete: {failures('ws')}.", "",
+              "Before and after: the ratios to raw C where the hot-path issue started (its table: one interleaved "
+              "run of 3 repetitions against a C lws echo server, W6 and TLS not yet measured) and in this run. "
+              "The load averages above are this run's.", "",
+              *before_after_table(results, peers), "",
               "CPU time per run (user + system), medians:", "", *cpu, "",
               "W3 client CPU per payload byte (4 MiB out and back, both directions counted): " + "; ".join(w3) + ".", "",
               f"The floor under any `AsyncStream` API on this machine (`wsbench --workload asyncstream`): "
