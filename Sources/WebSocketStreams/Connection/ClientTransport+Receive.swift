@@ -33,7 +33,10 @@ extension ClientTransport {
         }
         let scratch = loop.readScratch
         while !readingPaused, !dropRequested, !hasEnded {
-            switch withTLSSession(connection, { tls.readPlaintext(into: scratch) }) {
+            let outcome = withTLSSession(connection, { tls.readPlaintext(into: scratch) }, stopsDirectWrites: {
+                if case .failed = $0 { true } else { false }
+            })
+            switch outcome {
             case .bytes(let count):
                 receivedPlaintext(connection, UnsafeRawBufferPointer(rebasing: scratch[..<count]), loop: loop)
             case .wantsMoreInput:

@@ -101,20 +101,35 @@ extension ClientTransport {
     /// Runs `body`, which calls into the TLS session, holding the write side while tasks may
     /// write directly: they use the session too (``DirectWriter/tls``), and a session is
     /// used by one thread at a time. Never called inside a flush (which holds the lock).
-    func withTLSSession<Result>(_ connection: ClientConnection, _ body: () -> Result) -> Result {
+    /// When `stopsDirectWrites` says so of the result (a failed session), tasks may not write
+    /// directly from then on, decided before the lock is let go: no task uses a failed session.
+    func withTLSSession<Result>(
+        _ connection: ClientConnection, _ body: () -> Result, stopsDirectWrites: (Result) -> Bool = { _ in false }
+    ) -> Result {
         guard directWritesOpened, tls != nil else { return body() }
-        return connection.directWrites.withLock { _ in body() }
+        return connection.directWrites.withLock { direct in
+            let result = body()
+            if stopsDirectWrites(result) {
+                direct.descriptor = -1
+                direct.tls = nil
+            }
+            return result
+        }
     }
 
     /// Stops direct writes for good (the socket is closing): waits out one in progress, so
-    /// no task writes to a descriptor lws is about to close.
+    /// no task writes to a descriptor lws is about to close. What a direct write left unsent
+    /// goes to ``pendingOutput``, so whatever the loop still writes (a TLS alert) follows it.
     func closeDirectWrites(_ connection: ClientConnection) {
         guard directWritesOpened else { return }
         directWritesOpened = false
-        connection.directWrites.withLock {
-            $0.descriptor = -1
-            $0.tls = nil
+        let leftover = connection.directWrites.withLock { direct in
+            direct.descriptor = -1
+            direct.tls = nil
+            defer { direct.leftover = [] }
+            return direct.leftover
         }
+        if !leftover.isEmpty { leftover.withUnsafeBytes { pendingOutput.append($0) } }
     }
 
     /// Takes messages, pings and the close frame from the state machine into the writer.

@@ -1,6 +1,5 @@
 import CLibWebSockets
 import Glibc
-import Synchronization
 import SynchronizationSupport
 
 /// An OpenSSL client context (`SSL_CTX`) configured from a ``WebSocketConfiguration/TLS``:
