@@ -70,11 +70,14 @@ struct LoopExecutorTests {
             let outcome: Result<Duration, any Error> = await withTaskExecutorPreference(loop) {
                 do { return .success(try await connection.ping()) } catch { return .failure(error) }
             }
-            // The reader was cancelled, so the connection closes (1001); the ping may or may not
-            // have been answered first. What matters: no crash, no hang, a clean end.
+            // The reader was cancelled, so the connection closes (1001), unless the close below
+            // reaches the state machine first (1000: seen under ThreadSanitizer's timing); the
+            // ping may or may not have been answered first. What matters: no crash, no hang, a
+            // clean close handshake.
             #expect(await task.value == 0)
             await connection.close()
-            #expect(connection.closeCode == .goingAway)
+            #expect(connection.closeCode == .goingAway || connection.closeCode == .normalClosure,
+                    "\(String(describing: connection.closeCode))")
             if case .failure(let error) = outcome { #expect(error is WebSocketError, "\(error)") }
             await loop.shutdown()
         }
