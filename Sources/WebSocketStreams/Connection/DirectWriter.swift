@@ -94,29 +94,17 @@ struct DirectWriter {
         let key = keys.next()
         let descriptor = descriptor
         framesWritten += 1
+        scratch.withUnsafeMutableBytes { buffer in
+            let base = buffer.baseAddress!
+            _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
+        }
         if let tls {
-            let encrypted = scratch.withUnsafeMutableBytes { buffer in
-                let base = buffer.baseAddress!
-                _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
-                return tls.writePlaintext(UnsafeRawBufferPointer(rebasing: buffer[..<frameLength]))
-            }
+            let encrypted = scratch.withUnsafeBytes { tls.writePlaintext(UnsafeRawBufferPointer(rebasing: $0[..<frameLength])) }
             guard encrypted else { return fail("TLS refused to encrypt") }
             return sendCiphertext(of: tls, to: descriptor)
         }
-        let outcome = scratch.withUnsafeMutableBytes { buffer in
-            let base = buffer.baseAddress!
-            _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
-            return RawSocket.send(UnsafeRawBufferPointer(rebasing: buffer[..<frameLength]), to: descriptor)
-        }
-        switch outcome {
-        case .sent:
-            return .sent
-        case .partial(let written):
-            leftover.append(contentsOf: scratch[written..<frameLength])
-            return stopAfterPartialWrite()
-        case .failed(let code):
-            return fail(SocketConnector.describe(code))
-        }
+        let outcome = scratch.withUnsafeBytes { RawSocket.send(UnsafeRawBufferPointer(rebasing: $0[..<frameLength]), to: descriptor) }
+        return settle(outcome, of: scratch, count: frameLength)
     }
 
     /// Sends everything `tls` holds for the socket, with one `send(2)`: what the frame just
@@ -132,21 +120,23 @@ struct DirectWriter {
             let taken = tls.takeCiphertext(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]))
             return (taken, RawSocket.send(UnsafeRawBufferPointer(rebasing: buffer[..<taken]), to: descriptor))
         }
+        return settle(outcome, of: cipher, count: taken)
+    }
+
+    /// What sending the first `count` bytes of `bytes` came to: on a partial write the rest
+    /// goes to ``leftover`` and direct writes stop until the loop has sent it.
+    private mutating func settle(_ outcome: RawSocket.SendOutcome, of bytes: [UInt8], count: Int) -> Outcome {
         switch outcome {
         case .sent:
             return .sent
         case .partial(let written):
-            leftover.append(contentsOf: cipher[written..<taken])
-            return stopAfterPartialWrite()
+            leftover.append(contentsOf: bytes[written..<count])
+            partialWrites += 1
+            descriptor = -1
+            return .partial
         case .failed(let code):
             return fail(SocketConnector.describe(code))
         }
-    }
-
-    private mutating func stopAfterPartialWrite() -> Outcome {
-        partialWrites += 1
-        descriptor = -1
-        return .partial
     }
 
     private mutating func fail(_ reason: String) -> Outcome {
