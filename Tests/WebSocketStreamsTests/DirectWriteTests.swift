@@ -10,13 +10,19 @@ import WebSocketTestServer
 /// that the two paths never reorder, drop or duplicate a message, against a real server.
 @Suite("Sends written on the caller's thread")
 struct DirectWriteTests {
+    /// A configuration for `server` (trusting its CA when it speaks TLS).
+    static func configuration(for server: TestServer, compression: Bool = true) -> WebSocketConfiguration {
+        var configuration = WebSocketConfiguration()
+        configuration.compression = compression
+        configuration.tls.trustedCAFile = server.caCertificateFile
+        return configuration
+    }
+
     @Test("request/response round trips write their frames without waking the loop (over TLS, encrypted by the sender)",
           arguments: [false, true])
     func roundTripsWriteDirectly(tls: Bool) async throws {
         try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
-            var configuration = WebSocketConfiguration()
-            configuration.tls.trustedCAFile = server.caCertificateFile
-            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: Self.configuration(for: server))
             #expect(connection.url.hasPrefix("wss://") == tls)
             // The burst rule is off (it has a test of its own): on a loaded machine a sender
             // preempted inside `send` can find the answer already there when it resumes, and its
@@ -88,9 +94,7 @@ struct DirectWriteTests {
           arguments: [false, true], [false, true])
     func mixedSizesKeepTheirOrder(compression: Bool, tls: Bool) async throws {
         try await withTestServer(tls: tls ? .init() : nil, compression: compression) { server in
-            var configuration = WebSocketConfiguration()
-            configuration.compression = compression
-            configuration.tls.trustedCAFile = server.caCertificateFile
+            let configuration = Self.configuration(for: server, compression: compression)
             let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             var generator = SeededGenerator(state: compression ? 7 : 3)
             let count = 400
@@ -133,9 +137,7 @@ struct DirectWriteTests {
     func socketFullHandsOverToTheLoop(tls: Bool) async throws {
         let loop = WebSocketEventLoop(name: "direct-full")
         try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
-            var configuration = WebSocketConfiguration()
-            configuration.compression = false
-            configuration.tls.trustedCAFile = server.caCertificateFile
+            var configuration = Self.configuration(for: server, compression: false)
             configuration.maxBufferedSendBytes = 1024 * 1024
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/stall"), configuration: configuration, eventLoop: loop)
@@ -172,9 +174,7 @@ struct DirectWriteTests {
           arguments: [false, true])
     func stalledPeerTakesEverythingInOrder(tls: Bool) async throws {
         try await withTestServer(tls: tls ? .init() : nil, compression: false) { server in
-            var configuration = WebSocketConfiguration()
-            configuration.compression = false
-            configuration.tls.trustedCAFile = server.caCertificateFile
+            var configuration = Self.configuration(for: server, compression: false)
             configuration.maxBufferedSendBytes = 256 * 1024
             // The server reads nothing for 1.5 s, long enough for the sends below to fill the
             // socket's buffers on a quiet machine (the test above checks that hand-over on its

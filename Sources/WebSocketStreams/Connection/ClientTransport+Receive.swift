@@ -54,7 +54,8 @@ extension ClientTransport {
                 // After the handshake, a broken record is a lost connection (retried), not a
                 // certificate or configuration problem.
                 noteAbnormalEnd(.connectionFailed("TLS failed: \(reason) (\(url.hostHeader))"))
-                closeDirectWrites(connection)  // the session is the loop's alone from here
+                // Direct writes were closed as the read failed (`stopsDirectWrites`): the
+                // session is the loop's alone, and their leftover goes before the alert.
                 flushCiphertext(connection, loop: loop)  // the alert, if TLS wrote one
                 requestDrop()
                 return

@@ -78,10 +78,7 @@ extension ClientTransport {
     /// What tasks' direct writes left for the loop: bytes the socket did not take (they go
     /// first), or the socket's failure.
     private func takeDirectWriteLeftovers(_ direct: inout DirectWriter, connection: ClientConnection) {
-        if !direct.leftover.isEmpty {
-            direct.leftover.withUnsafeBytes { pendingOutput.append($0) }
-            direct.leftover = []
-        }
+        moveLeftover(from: &direct)
         if let failure = direct.failure {
             direct.failure = nil
             writeFailed(connection, reason: failure)
@@ -109,27 +106,32 @@ extension ClientTransport {
         guard directWritesOpened, tls != nil else { return body() }
         return connection.directWrites.withLock { direct in
             let result = body()
-            if stopsDirectWrites(result) {
-                direct.descriptor = -1
-                direct.tls = nil
-            }
+            if stopsDirectWrites(result) { stopDirectWrites(&direct) }
             return result
         }
     }
 
     /// Stops direct writes for good (the socket is closing): waits out one in progress, so
-    /// no task writes to a descriptor lws is about to close. What a direct write left unsent
-    /// goes to ``pendingOutput``, so whatever the loop still writes (a TLS alert) follows it.
+    /// no task writes to a descriptor lws is about to close.
     func closeDirectWrites(_ connection: ClientConnection) {
         guard directWritesOpened else { return }
+        connection.directWrites.withLock { stopDirectWrites(&$0) }
+    }
+
+    /// Closes direct writes, holding the write side. What a direct write left unsent goes to
+    /// ``pendingOutput``, so whatever the loop still writes (a TLS alert) follows it.
+    private func stopDirectWrites(_ direct: inout DirectWriter) {
         directWritesOpened = false
-        let leftover = connection.directWrites.withLock { direct in
-            direct.descriptor = -1
-            direct.tls = nil
-            defer { direct.leftover = [] }
-            return direct.leftover
-        }
-        if !leftover.isEmpty { leftover.withUnsafeBytes { pendingOutput.append($0) } }
+        direct.descriptor = -1
+        direct.tls = nil
+        moveLeftover(from: &direct)
+    }
+
+    /// Bytes a direct write could not send go first in ``pendingOutput``.
+    private func moveLeftover(from direct: inout DirectWriter) {
+        guard !direct.leftover.isEmpty else { return }
+        direct.leftover.withUnsafeBytes { pendingOutput.append($0) }
+        direct.leftover = []
     }
 
     /// Takes messages, pings and the close frame from the state machine into the writer.
