@@ -25,7 +25,8 @@ extension ClientTransport {
         guard socket != nil, !dropRequested, !hasEnded else { return }
         connection.directWrites.withLock { direct in
             takeDirectWriteLeftovers(&direct, connection: connection)
-            flushHoldingWriteSide(connection, loop: loop)
+            flushHoldingWriteSide(connection, loop: loop, direct: &direct)
+            direct.streamBase = streamBytes
             direct.descriptor = directWriteDescriptor
             direct.tls = direct.descriptor >= 0 ? tls : nil
             direct.largestPayloadNow = writer.compresses ? FrameWriter.minimumCompressedSize - 1 : DirectWriter.largestPayload
@@ -33,7 +34,7 @@ extension ClientTransport {
         }
     }
 
-    private func flushHoldingWriteSide(_ connection: ClientConnection, loop: ClientLoop) {
+    private func flushHoldingWriteSide(_ connection: ClientConnection, loop: ClientLoop, direct: inout DirectWriter) {
         guard !dropRequested, drainPending(connection) else { return }
         if isOpen {
             var budget = Self.flushBudget
@@ -45,12 +46,13 @@ extension ClientTransport {
                 budget -= count
                 let encoded = UnsafeRawBufferPointer(rebasing: scratch[..<count])
                 if let tls {
-                    guard tls.writePlaintext(encoded) else {
+                    guard encrypt(encoded, with: tls, recordingInto: &direct) else {
                         writeFailed(connection, reason: "TLS refused to encrypt")
                         return
                     }
                     flushCiphertext(connection, loop: loop)
                 } else {
+                    recordFill(startingAt: streamBytes, into: &direct)
                     sendOrKeep(encoded, connection: connection)
                 }
                 if dropRequested || !pendingOutput.isEmpty { break }
@@ -78,6 +80,7 @@ extension ClientTransport {
     /// What tasks' direct writes left for the loop: bytes the socket did not take (they go
     /// first), or the socket's failure.
     private func takeDirectWriteLeftovers(_ direct: inout DirectWriter, connection: ClientConnection) {
+        takeStreamCount(from: &direct)
         moveLeftover(from: &direct)
         if let failure = direct.failure {
             direct.failure = nil
@@ -124,7 +127,58 @@ extension ClientTransport {
         directWritesOpened = false
         direct.descriptor = -1
         direct.tls = nil
+        takeStreamCount(from: &direct)
         moveLeftover(from: &direct)
+    }
+
+    /// Adds what direct writes handed to the socket to the loop's count of the stream.
+    private func takeStreamCount(from direct: inout DirectWriter) {
+        streamBytes += direct.directBytes
+        direct.directBytes = 0
+    }
+
+    /// The plaintext TLS takes in one call, so that the end of every record is known: one
+    /// record's worth (16 KiB), as OpenSSL cuts them.
+    static let tlsRecordPlaintext = 16 * 1024
+
+    /// Encrypts one fill of `writer`, a record at a time, and records each message it
+    /// completed (and its close frame) as ending where the record that carried its last
+    /// byte ends: the peer can read none of a record before all of it arrives.
+    private func encrypt(_ encoded: UnsafeRawBufferPointer, with tls: TLSSession, recordingInto direct: inout DirectWriter) -> Bool {
+        let completed = writer.completedInFill
+        var next = 0
+        var start = 0
+        while start < encoded.count {
+            let end = min(encoded.count, start + Self.tlsRecordPlaintext)
+            guard tls.writePlaintext(UnsafeRawBufferPointer(rebasing: encoded[start..<end])) else { return false }
+            let recordEnd = streamBytes + tls.pendingCiphertextCount
+            if let closeEnd = writer.closeEndInFill, closeEnd > start, closeEnd <= end { closeFrameStreamEnd = recordEnd }
+            while direct.tracksDelivery, next < completed.count, completed[next].end <= end {
+                direct.ledger.record(completed[next].message, endingAt: recordEnd)
+                next += 1
+            }
+            start = end
+        }
+        forgetAcknowledged(in: &direct)
+        return true
+    }
+
+    /// Records the messages the latest fill completed, and its close frame, at the stream
+    /// offsets they end at: the fill's output goes to the socket from `start` on.
+    private func recordFill(startingAt start: Int, into direct: inout DirectWriter) {
+        if let closeEnd = writer.closeEndInFill { closeFrameStreamEnd = start + closeEnd }
+        guard direct.tracksDelivery else { return }
+        for (end, message) in writer.completedInFill {
+            direct.ledger.record(message, endingAt: start + end)
+        }
+        forgetAcknowledged(in: &direct)
+    }
+
+    /// Forgets the messages the peer acknowledged, once enough have gathered to be worth a look.
+    private func forgetAcknowledged(in direct: inout DirectWriter) {
+        guard direct.ledger.needsPruning, let descriptor = socket?.descriptor,
+              let acknowledged = RawSocket.acknowledgedByteCount(of: descriptor) else { return }
+        direct.ledger.forget(acknowledged: acknowledged)
     }
 
     /// Bytes a direct write could not send go first in ``pendingOutput``.
@@ -199,6 +253,7 @@ extension ClientTransport {
     /// not take; else queues them all behind what waits.
     private func sendOrKeep(_ bytes: UnsafeRawBufferPointer, connection: ClientConnection) {
         guard let socket, !dropRequested else { return }
+        streamBytes += bytes.count
         guard pendingOutput.isEmpty else {
             pendingOutput.append(bytes)
             return

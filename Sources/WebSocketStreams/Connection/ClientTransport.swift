@@ -88,6 +88,12 @@ final class ClientTransport: @unchecked Sendable {
     var abnormalEnd: WebSocketError?
     /// Bytes the socket has taken so far (wrapping): the loop's spin check reads it.
     var bytesSentToSocket = 0
+    /// Bytes handed to the socket's outgoing stream so far (sent or waiting in
+    /// ``pendingOutput``), by the loop and, once taken from them, by direct writes: the
+    /// offsets ``DeliveryLedger`` compares with the peer's acknowledgements.
+    var streamBytes = 0
+    /// Where this side's close frame ends in the outgoing stream, once encoded.
+    var closeFrameStreamEnd: Int?
     /// The socket must be dropped at the next callback (set outside callbacks, where
     /// returning -1 is not possible).
     var dropRequested = false
@@ -325,6 +331,10 @@ final class ClientTransport: @unchecked Sendable {
             }
         }
         phase = .open
+        if let socket {
+            let tracksDelivery = RawSocket.acknowledgedByteCount(of: socket.descriptor) != nil
+            connection.directWrites.withLock { $0.tracksDelivery = tracksDelivery }
+        }
         connection.recordOpened()  // metrics hook
         if let tls, let tlsContext = target.tlsContext {
             // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
@@ -429,14 +439,39 @@ final class ClientTransport: @unchecked Sendable {
         let error = connectError ?? (wasOpen ? nil : handshakeError ?? defaultConnectError)
         phase = .ended
         assembler = nil
-        let unwritten = writer.unwrittenMessages
+        let delivery = wasOpen ? settleDelivery(connection) : Delivery()
+        let unwritten = delivery.unacknowledged + writer.unwrittenMessages
         writer = FrameWriter()
         let finale = connection.machine.withLock { machine in
             if let error, !wasOpen { return machine.connectFailed(error) }
-            return machine.transportClosed(unwritten: unwritten, abnormalEnd: abnormalEnd)
+            return machine.transportClosed(
+                unwritten: unwritten, abnormalEnd: abnormalEnd, closeFrameAcknowledged: delivery.closeFrameAcknowledged)
         }
         connection.recordEnded(wasOpen: wasOpen)  // metrics hook, before the waiters resume
         finale?.run()
+    }
+
+    /// What the peer's TCP acknowledged of what was written, as the connection ends.
+    struct Delivery {
+        /// Messages written whose bytes were not all acknowledged, oldest first.
+        var unacknowledged: [WebSocketMessage] = []
+        /// Whether this side's close frame (if it wrote one) was acknowledged.
+        var closeFrameAcknowledged = true
+    }
+
+    /// Asks the socket how much of the stream the peer acknowledged (once, as the connection
+    /// ends: direct writes are closed by then) and settles the ledger with it. Where the
+    /// socket cannot tell (a Unix socket, or a descriptor already gone), every written
+    /// message counts as delivered, as TCP's own success would have it.
+    private func settleDelivery(_ connection: ClientConnection) -> Delivery {
+        let acknowledged = socket.flatMap { RawSocket.acknowledgedByteCount(of: $0.descriptor) }
+        return connection.directWrites.withLock { direct in
+            defer { direct.ledger.removeAll() }
+            guard let acknowledged else { return Delivery() }
+            return Delivery(
+                unacknowledged: direct.tracksDelivery ? direct.ledger.unacknowledged(acknowledged: acknowledged) : [],
+                closeFrameAcknowledged: closeFrameStreamEnd.map { $0 <= acknowledged } ?? true)
+        }
     }
 
     /// What a handshake that ended without a clearer reason reports.

@@ -581,7 +581,11 @@ struct ConnectionStateMachine {
     ///   those still queued.
     /// `abnormalEnd` says why the socket went when no close frame was exchanged (a reset, a
     /// truncated TLS stream, TCP closed): it becomes the termination's error then.
-    mutating func transportClosed(unwritten: [WebSocketMessage] = [], abnormalEnd: WebSocketError? = nil) -> Finale? {
+    /// `closeFrameAcknowledged` is `false` when this side's close frame was written but the
+    /// peer's TCP never acknowledged it: without the peer's close, the close did not happen.
+    mutating func transportClosed(
+        unwritten: [WebSocketMessage] = [], abnormalEnd: WebSocketError? = nil, closeFrameAcknowledged: Bool = true
+    ) -> Finale? {
         if phase == .closed { return nil }
         let wasConnecting = phase == .connecting
         phase = .closed
@@ -590,12 +594,13 @@ struct ConnectionStateMachine {
         let reason: String
         if let peerClose {
             (code, reason) = peerClose
-        } else if let localClose, localCloseTaken {
+        } else if let localClose, localCloseTaken, closeFrameAcknowledged {
             (code, reason) = localClose
         } else {
             (code, reason) = (.abnormalClosure, "")
-            // Lost, unless this side had asked to close (its close frame never got out, and
-            // the socket was dropped after the close timeout or a loop shutdown).
+            // Lost, unless this side had asked to close (its close frame never got out, or
+            // never reached the peer's TCP; the socket was dropped after the close timeout,
+            // a loop shutdown, or a peer that had gone): a 1006 without an error then.
             if pendingError == nil, localClose == nil { pendingError = abnormalEnd }
         }
         let initiator = closeInitiator ?? (localClose != nil ? .local : .connectionLost)

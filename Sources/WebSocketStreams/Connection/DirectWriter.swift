@@ -57,6 +57,17 @@ struct DirectWriter {
     var leftover: [UInt8] = []
     /// Why a direct write failed, for the loop to end the connection with.
     var failure: String?
+    /// The messages written to the socket, by the loop and by tasks, that the peer may not
+    /// have acknowledged yet; kept only while ``tracksDelivery`` (TCP, not Unix sockets).
+    var ledger = DeliveryLedger()
+    /// Whether the socket tells how much of the stream the peer acknowledged (TCP).
+    var tracksDelivery = false
+    /// The offset in the outgoing byte stream at which direct writes begin: the loop's
+    /// count when it opened them (``ClientTransport/streamBytes``).
+    var streamBase = 0
+    /// Bytes direct writes handed to the socket since the loop last took the count (the
+    /// loop adds them to its own, ``ClientTransport/streamBytes``, before it writes again).
+    var directBytes = 0
     /// Frames tasks wrote themselves (all or part of), for tests and diagnostics.
     private(set) var framesWritten = 0
     /// Direct writes the socket took only part of (the loop wrote the rest).
@@ -98,19 +109,36 @@ struct DirectWriter {
             let base = buffer.baseAddress!
             _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
         }
+        let outcome: Outcome
+        let produced: Int
         if let tls {
             let encrypted = scratch.withUnsafeBytes { tls.writePlaintext(UnsafeRawBufferPointer(rebasing: $0[..<frameLength])) }
             guard encrypted else { return fail("TLS refused to encrypt") }
-            return sendCiphertext(of: tls, to: descriptor)
+            (outcome, produced) = sendCiphertext(of: tls, to: descriptor)
+        } else {
+            let sent = scratch.withUnsafeBytes { RawSocket.send(UnsafeRawBufferPointer(rebasing: $0[..<frameLength]), to: descriptor) }
+            (outcome, produced) = (settle(sent, of: scratch, count: frameLength), frameLength)
         }
-        let outcome = scratch.withUnsafeBytes { RawSocket.send(UnsafeRawBufferPointer(rebasing: $0[..<frameLength]), to: descriptor) }
-        return settle(outcome, of: scratch, count: frameLength)
+        if case .failed = outcome { return outcome }
+        directBytes += produced
+        if tracksDelivery { recordWritten(message, on: descriptor) }
+        return outcome
+    }
+
+    /// Records `message`, just written whole (what the socket did not take is in
+    /// ``leftover``, still ahead of anything written later), as ending where the stream
+    /// stands now; forgets acknowledged messages once enough have gathered.
+    private mutating func recordWritten(_ message: WebSocketMessage, on descriptor: Int32) {
+        ledger.record(message, endingAt: streamBase + directBytes)
+        if ledger.needsPruning, let acknowledged = RawSocket.acknowledgedByteCount(of: descriptor) {
+            ledger.forget(acknowledged: acknowledged)
+        }
     }
 
     /// Sends everything `tls` holds for the socket, with one `send(2)`: what the frame just
     /// became, and anything the session wrote on its own before it. What the socket does not
     /// take goes to ``leftover``.
-    private mutating func sendCiphertext(of tls: TLSSession, to descriptor: Int32) -> Outcome {
+    private mutating func sendCiphertext(of tls: TLSSession, to descriptor: Int32) -> (Outcome, produced: Int) {
         let count = tls.pendingCiphertextCount
         if cipher.count < count {
             // Grown, never shrunk: at most the largest direct frame's records per connection.
@@ -120,7 +148,7 @@ struct DirectWriter {
             let taken = tls.takeCiphertext(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]))
             return (taken, RawSocket.send(UnsafeRawBufferPointer(rebasing: buffer[..<taken]), to: descriptor))
         }
-        return settle(outcome, of: cipher, count: taken)
+        return (settle(outcome, of: cipher, count: taken), taken)
     }
 
     /// What sending the first `count` bytes of `bytes` came to: on a partial write the rest

@@ -46,6 +46,11 @@ struct FrameWriter {
     private(set) var messageBytesWritten = 0
     /// Data messages encoded since the metrics last took them (``takeWrittenTally()``).
     private var tally = WrittenTally()
+    /// The messages whose last byte the latest ``fill(_:)`` encoded, each with the offset in
+    /// that fill's output just past it (for ``DeliveryLedger``).
+    private(set) var completedInFill: [(end: Int, message: WebSocketMessage)] = []
+    /// Where the close frame ended in the latest fill's output, when that fill wrote it.
+    private(set) var closeEndInFill: Int?
 
     init(deflater: MessageDeflater? = nil) {
         self.deflater = deflater
@@ -119,6 +124,8 @@ struct FrameWriter {
     /// Encodes what fits into `buffer`; returns the bytes written (0 when nothing fits or
     /// nothing is waiting).
     mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+        completedInFill.removeAll(keepingCapacity: true)
+        closeEndInFill = nil
         guard let base = buffer.baseAddress else { return 0 }
         var used = 0
         while !closeWritten {
@@ -131,7 +138,7 @@ struct FrameWriter {
                 current.offset += count
                 used += count
                 if current.offset == current.payloadCount {
-                    finished(current.message)
+                    finished(current.message, at: used)
                     outgoing = nil
                 } else {
                     outgoing = current
@@ -172,7 +179,7 @@ struct FrameWriter {
                 current.frameStart = current.offset
                 current.frameEnd = current.offset + length
                 if length == 0 {
-                    finished(current.message)
+                    finished(current.message, at: used)
                     outgoing = nil
                 } else {
                     outgoing = current
@@ -187,6 +194,7 @@ struct FrameWriter {
                 _ = payload.withUnsafeBytes { FrameEncoder.writeFrame(into: base + used, opcode: .close, payload: $0, key: key) }
                 used += length
                 closeWritten = true
+                closeEndInFill = used
                 controlFrames.removeAll()
             }
             break
@@ -207,8 +215,9 @@ struct FrameWriter {
         return tally
     }
 
-    /// The last byte of `message` has been encoded.
-    private mutating func finished(_ message: WebSocketMessage) {
+    /// The last byte of `message` has been encoded, ending at `end` in this fill's output.
+    private mutating func finished(_ message: WebSocketMessage, at end: Int) {
+        completedInFill.append((end, message))
         let count = message.byteCount
         messageBytesWritten += count
         tally.bytes += count

@@ -91,6 +91,28 @@ struct RawSocket {
         return .sent
     }
 
+    /// How many bytes of the outgoing stream the peer's TCP has acknowledged
+    /// (`TCP_INFO`'s `tcpi_bytes_acked`, less the one its SYN counts for), or `nil` when
+    /// `descriptor` is not a TCP socket (a Unix domain socket). Still readable after a reset,
+    /// until the descriptor is closed. Linux 4.2 and later; glibc's `tcp_info` does not name
+    /// the field, so it is read at its fixed offset in the kernel's structure.
+    static func acknowledgedByteCount(of descriptor: Int32) -> Int? {
+        guard descriptor >= 0 else { return nil }
+        var info = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0),
+                    UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0),
+                    UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        var length = socklen_t(MemoryLayout.size(ofValue: info))
+        let result = withUnsafeMutableBytes(of: &info) {
+            getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_INFO, $0.baseAddress, &length)
+        }
+        guard result == 0, Int(length) >= bytesAckedOffset + 8 else { return nil }
+        let acknowledged = withUnsafeBytes(of: &info) { $0.loadUnaligned(fromByteOffset: bytesAckedOffset, as: UInt64.self) }
+        return max(0, Int(truncatingIfNeeded: acknowledged) - 1)
+    }
+
+    /// `offsetof(struct tcp_info, tcpi_bytes_acked)` in `<linux/tcp.h>`, a kernel ABI.
+    private static let bytesAckedOffset = 120
+
     /// The socket's descriptor (-1 once lws has closed it).
     var descriptor: Int32 { lws_get_socket_fd(wsi) }
 
