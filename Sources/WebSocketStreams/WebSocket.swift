@@ -147,8 +147,11 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.termination?.error }
     }
 
-    /// Messages accepted by ``send(_:)`` that were never written because the connection
-    /// ended first (e.g. the peer vanished). Empty while open, and after a clean close.
+    /// Messages accepted by ``send(_:)`` that the peer's TCP never acknowledged, oldest first:
+    /// never written because the connection ended first, or written but not acknowledged
+    /// when it ended (e.g. into a socket whose peer had already gone). A message the peer
+    /// acknowledged is never listed. Empty while open, and after a clean close. Over a Unix
+    /// domain socket, where there is no acknowledgement to read, only unwritten ones are listed.
     public var unsentMessages: [WebSocketMessage] {
         connection.machine.withLock { $0.unsentMessages }
     }

@@ -35,7 +35,7 @@ public struct WebSocketEnding: Sendable, Hashable {
     public let closeReason: String
     /// The failure that ended the connection, if it was one (`nil` after a close handshake).
     public let error: WebSocketError?
-    /// Messages accepted by `send` that were never written.
+    /// Messages accepted by `send` that the peer never acknowledged (see `WebSocket.unsentMessages`).
     public let unsentMessages: [WebSocketMessage]
 
     /// Creates an ending (the SDK makes these; tests of your own code may too).

@@ -29,7 +29,8 @@ public protocol WebSocketProtocol: AnyObject, Sendable {
     /// The subprotocol the server chose for the current connection, if any.
     var subprotocol: String? { get }
 
-    /// Messages accepted for sending that were never written.
+    /// Messages accepted for sending that the peer never acknowledged (never written, or
+    /// written but not acknowledged by the peer's TCP when the connection ended).
     var unsentMessages: [WebSocketMessage] { get }
 }
 

@@ -22,10 +22,13 @@ import SynchronizationSupport
 /// **Delivery.** ``send(_:)`` returns once its message has been handed to an open
 /// connection (immediately when one is open and nothing is queued ahead). While
 /// disconnected it waits in a bounded queue, and queued messages go out in order after
-/// `onConnect` has finished. If a connection drops, messages it had accepted but not yet
-/// written are sent on the next connection, once, ahead of anything queued later. A message
-/// already written to a socket that then dropped may or may not have reached the server:
-/// TCP cannot tell, and the socket never sends a message twice. Messages still unsent when
+/// `onConnect` has finished. A message is delivered once the server's TCP acknowledged
+/// every byte of it. If a connection drops, the messages it had accepted that were not
+/// acknowledged (never written, or written but never acknowledged, as into a socket whose
+/// peer had already gone) are sent on the next connection, once, ahead of anything queued
+/// later; an acknowledged message is never sent twice. Bytes the server's kernel
+/// acknowledged but its application never read are beyond what TCP can tell (see the
+/// reconnecting-streams article). Messages still unsent when
 /// the socket ends are failed (their senders throw) or, if their senders had already
 /// returned, listed in ``unsentMessages``.
 ///
