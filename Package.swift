@@ -177,6 +177,15 @@ let package = Package(
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "WebSocketStreams", "TaskLifetimes", "WebSocketServiceLifecycle", "WebSocketTestServer", "wsdump",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
             name: "TaskLifetimesTests",
             dependencies: ["TaskLifetimes", "SynchronizationSupport"],
             swiftSettings: sharedSwiftSettings
