@@ -146,15 +146,20 @@ extension WebSocketError: CustomStringConvertible {
     /// A one-line explanation, e.g. `handshake rejected: HTTP 401`.
     public var description: String {
         switch code {
-        case .invalidURL: "invalid URL: \(reason ?? "?")"
+        case .invalidURL:
+            // Say what a URL looks like, unless the reason already does.
+            "invalid URL: \(reason ?? "?")"
+                + ((reason ?? "").contains("ws://") ? "" : " (a WebSocket URL looks like ws://host[:port]/path)")
         case .connectionFailed: "connection failed: \(reason ?? "?")"
-        case .timedOut: "timed out waiting for the opening handshake"
+        case .timedOut: reason.map { "timed out \($0)" } ?? "timed out waiting for the opening handshake"
         case .tlsFailure: "TLS failure: \(reason ?? "?")"
         case .handshakeRejected:
             if let challenge = header(named: "WWW-Authenticate") {
                 "handshake rejected: HTTP \(httpStatus ?? 0) (WWW-Authenticate: \(challenge))"
             } else if let retryAfter = header(named: "Retry-After") {
                 "handshake rejected: HTTP \(httpStatus ?? 0) (Retry-After: \(retryAfter))"
+            } else if let reason {
+                "\(reason) (HTTP \(httpStatus ?? 0), expected 101)"
             } else {
                 "handshake rejected: HTTP \(httpStatus ?? 0)"
             }

@@ -91,7 +91,7 @@ struct ErrorTests {
             let error = await expectWebSocketError {
                 _ = try await WebSocket.connect(to: server.url(path: "/hang"), configuration: configuration)
             }
-            #expect(error == .timedOut)
+            #expect(error?.code == .timedOut)
             // The 300 ms deadline applied, not the 10 s default.
             #expect(ContinuousClock.now - started < .seconds(5))
         }
@@ -138,5 +138,56 @@ struct ErrorTests {
             Issue.record("expected invalidConfiguration, got \(String(describing: error))")
             return
         }
+    }
+
+    // MARK: - Words that say what to do next
+
+    @Test("a plain HTTP answer (200, or 404 for a wrong path) says no WebSocket endpoint is there", arguments: [200, 404])
+    func noEndpoint(status: Int) async throws {
+        try await withTestServer { server in
+            let path = status == 404 ? "/no-such-route" : "/reject?status=200"
+            let error = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(path: path)) }
+            #expect(error?.code == .handshakeRejected)
+            #expect(error?.httpStatus == status)
+            #expect(error?.description == "no WebSocket endpoint at \(path) on 127.0.0.1:\(server.port) (HTTP \(status), expected 101)")
+        }
+    }
+
+    @Test("a refusal that is not about the endpoint keeps its status words")
+    func otherRefusalsKeepTheirWords() async throws {
+        try await withTestServer { server in
+            let error = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(path: "/reject?status=403")) }
+            #expect(error?.description == "handshake rejected: HTTP 403")
+        }
+    }
+
+    @Test("wss:// to a port that does not speak TLS says so, and suggests ws://")
+    func tlsToAPlainPort() async throws {
+        try await withTestServer { server in
+            let url = "wss://" + server.url(path: "/echo").dropFirst("ws://".count)
+            let error = await expectWebSocketError { _ = try await WebSocket.connect(to: url) }
+            #expect(error?.code == .tlsFailure)
+            #expect(error?.description.contains("does not speak TLS on this port (try ws://)") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test("a handshake timeout names the limit, the setting and the step it waited on")
+    func timeoutWords() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            configuration.connectTimeout = .milliseconds(300)
+            let error = await expectWebSocketError {
+                _ = try await WebSocket.connect(to: server.url(path: "/hang"), configuration: configuration)
+            }
+            #expect(error?.code == .timedOut)
+            #expect(error?.description
+                == "timed out after 0.3 seconds (connectTimeout) waiting for the server's answer to the upgrade request (127.0.0.1:\(server.port)/hang)")
+        }
+    }
+
+    @Test("an invalid URL says what a URL looks like")
+    func invalidURLWords() async {
+        let error = await expectWebSocketError { _ = try await WebSocket.connect(to: "not a url") }
+        #expect(error?.description == "invalid URL: 'not a url': it contains a space (a WebSocket URL looks like ws://host[:port]/path)")
     }
 }

@@ -183,9 +183,15 @@ extension ClientTransport {
         }
     }
 
-    /// The typed error for an upgrade the server refused.
+    /// The typed error for an upgrade the server refused. A success or a 404 means no
+    /// WebSocket endpoint is at that path (a plain HTTP server, or the wrong path): the error
+    /// says so, rather than only the status.
     func rejection(_ head: HTTPResponseHead, body: HTTPBodyCollector) -> WebSocketError {
-        .handshakeRejected(status: head.status, headers: head.headerDictionary, body: Data(body.body))
+        let rejected = WebSocketError.handshakeRejected(status: head.status, headers: head.headerDictionary, body: Data(body.body))
+        guard (200..<300).contains(head.status) || head.status == 404 else { return rejected }
+        return WebSocketError(
+            code: .handshakeRejected, reason: "no WebSocket endpoint at \(url.pathAndQuery) on \(url.hostHeader)",
+            httpStatus: rejected.httpStatus, headers: rejected.headers, body: rejected.body)
     }
 
     // MARK: - The protocol

@@ -31,7 +31,7 @@ extension ClientTransport {
                     return
                 }
                 let cancelled = connection.machine.withLock { $0.connectCancelled || $0.isClosingLocally }
-                failHandshake(connection, cancelled ? .connectionFailed("closed before the handshake finished") : .timedOut)
+                failHandshake(connection, cancelled ? .connectionFailed("closed before the handshake finished") : handshakeTimedOut)
                 return
             }
             if connection.machine.withLock({ $0.connectCancelled || $0.isClosingLocally }) {
@@ -78,5 +78,19 @@ extension ClientTransport {
             return
         }
         armTimer()
+    }
+
+    /// A handshake that ran past `connectTimeout`: the limit, the setting, and the step it
+    /// was waiting on.
+    private var handshakeTimedOut: WebSocketError {
+        let step = switch phase {
+        case .idle, .connecting: "connecting to \(target.description)"
+        case .tunnelling: "for the proxy's answer to CONNECT (\(target.description))"
+        case .negotiatingSOCKS: "for the SOCKS5 proxy (\(target.description))"
+        case .securing: "in the TLS handshake with \(url.hostHeader)"
+        case .upgrading: "for the server's answer to the upgrade request (\(url.hostHeader)\(url.pathAndQuery))"
+        case .rejected, .open, .ended: "in the opening handshake with \(url.hostHeader)"
+        }
+        return WebSocketError(code: .timedOut, reason: "after \(configuration.connectTimeout) (connectTimeout) waiting \(step)")
     }
 }

@@ -190,8 +190,13 @@ final class TLSSession: @unchecked Sendable {
         if verifiesPeer, receivedCertificate, verification != Int(X509_V_OK) {
             return Self.describeVerificationFailure(verification, host: host)
         }
+        // A plaintext answer (an HTTP server) read as a TLS record header.
+        let notTLS = ERR_GET_REASON(ERR_peek_error()) == SSL_R_WRONG_VERSION_NUMBER
         let reason = TLSClientContext.takeErrorReason()
             ?? (sslError == SSL_ERROR_SYSCALL ? "the connection ended unexpectedly" : "OpenSSL error \(sslError)")
+        if notTLS {
+            return "the server at \(host) does not speak TLS on this port (try ws://): \(reason)"
+        }
         return "the TLS handshake with \(host) failed: \(reason)"
     }
 
