@@ -89,6 +89,9 @@ struct TestServerCommand: AsyncParsableCommand {
         }
         await waitForTerminationSignal()
         dropper?.cancel()
+        // A graceful restart: every client sees a 1001 close frame, not a dropped connection.
+        let closed = await server.goAway()
+        if closed > 0 { print("closed \(closed) connection(s) with 1001 (going away)") }
         await server.stop()
         print("TestServer stopped")
     }

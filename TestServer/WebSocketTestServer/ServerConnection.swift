@@ -45,6 +45,8 @@ final class ServerConnection {
     let recordTexts: Bool
     /// The connection's wsi while it exists.
     var wsi: OpaquePointer?
+    /// The close code the server is going away with (``goAway(_:code:)``), once asked.
+    private var goingAwayCode: UInt32?
 
     init(id: Int, route: ServerRoute, recorder: ServerRecorder, compressed: Bool, recordTexts: Bool) {
         self.id = id
@@ -97,7 +99,18 @@ final class ServerConnection {
         }
     }
 
+    /// Closes the connection with a close frame carrying `code` (the server is going away),
+    /// at the connection's next timer callback: lws sends the frame as the callback returns -1.
+    func goAway(_ wsi: OpaquePointer, code: UInt32) {
+        goingAwayCode = code
+        lws_set_timer_usecs(wsi, 1)
+    }
+
     func timerFired(_ wsi: OpaquePointer) -> Int32 {
+        if let goingAwayCode {
+            wss_close_reason(wsi, goingAwayCode, nil, 0)
+            return -1
+        }
         switch route {
         case .close(let code, let reason, _):
             var reason = reason

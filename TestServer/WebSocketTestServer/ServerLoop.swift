@@ -342,6 +342,17 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         return count
     }
 
+    /// Closes every WebSocket connection with a close frame carrying `code`. Returns how many.
+    func goAwayAll(code: UInt32) -> Int {
+        var count = 0
+        for case let connection as ServerConnection in connections.values {
+            guard let wsi = connection.wsi else { continue }
+            connection.goAway(wsi, code: code)
+            count += 1
+        }
+        return count
+    }
+
     /// Drops new TCP connections as soon as they are accepted, for `duration`.
     func refuseConnections(for duration: Duration) {
         refuseUntil = .now + duration

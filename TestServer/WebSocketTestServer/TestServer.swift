@@ -230,6 +230,20 @@ public final class TestServer: Sendable {
         await onServiceThread { [loop] in loop.disconnectAll() } ?? 0
     }
 
+    /// Closes every open WebSocket connection with a close frame carrying `code` (1001, going
+    /// away, by default), as a server that restarts gracefully does, and waits up to
+    /// `timeout` for them to end. Returns how many it closed. (Not those of the raw TLS
+    /// listener.)
+    @discardableResult
+    public func goAway(code: WebSocketCloseCode = .goingAway, timeout: Duration = .seconds(2)) async -> Int {
+        let closed = await onServiceThread { [loop] in loop.goAwayAll(code: UInt32(code.rawValue)) } ?? 0
+        let deadline = ContinuousClock.now + timeout
+        while !snapshot.openConnections.isEmpty, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return closed
+    }
+
     /// Makes the server drop every new TCP connection as soon as it is accepted, for
     /// `duration`, as a server that is down would. Connections already open stay open.
     /// (The raw TLS listener keeps accepting.)

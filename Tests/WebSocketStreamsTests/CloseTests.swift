@@ -105,4 +105,20 @@ struct CloseTests {
             #expect(violated.ending?.closeCode == .protocolError)
         }
     }
+
+    @Test("a test server that goes away (TestServer's SIGTERM) closes every client with 1001, not a dropped connection")
+    func serverGoesAway() async throws {
+        try await withTestServer { server in
+            let first = try await WebSocket.connect(to: server.url(path: "/echo"))
+            let second = try await WebSocket.connect(to: server.url(path: "/echo"))
+            #expect(await server.goAway() == 2)
+            for connection in [first, second] {
+                for await _ in connection.messages {}
+                #expect(connection.closeCode == .goingAway)
+                #expect(connection.ending?.initiator == .peer)
+                #expect(connection.error == nil)
+            }
+        }
+    }
 }
+
