@@ -127,6 +127,7 @@ let package = Package(
                 "WebSocketStreams",
                 "WebSocketTestServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             path: "Tools/Soak",
             swiftSettings: sharedSwiftSettings

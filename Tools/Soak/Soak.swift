@@ -4,10 +4,13 @@
 // Each socket sends numbered text messages at a steady rate through a ReconnectingWebSocket
 // to the test server's echo route while the server drops every connection every few
 // seconds. Every minute (and at the end) it prints what was sent, echoed and received by
-// the server, reconnects, queued messages lost or duplicated (must stay 0), RSS and open
-// file descriptors.
+// the server, reconnects, RSS and open file descriptors; at the end, every message sent is
+// accounted for: received by the server once, or listed unsent when its socket ended. Lost
+// (neither) and duplicated must stay 0; resent counts the messages a socket sent again because
+// a dropped connection never had them acknowledged (websocket_client_messages_resent_total).
 import ArgumentParser
 import Glibc
+import MetricsTestKit
 import Synchronization
 import WebSocketStreams
 import WebSocketTestServer
@@ -33,6 +36,9 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Seconds between progress reports.")
     var report: Double = 60
 
+    @Flag(help: "Run over wss:// (a TLS test server with a CA made at start).")
+    var tls = false
+
     @Option(help: """
         Use this server (e.g. `TestServer --port 0 --drop-every 2`'s /echo URL) instead of one in \
         this process: RSS and fds are then the client's alone, but loss and duplicates cannot be \
@@ -51,8 +57,12 @@ struct Soak: AsyncParsableCommand {
             try await runClientOnly(url: url)
             return
         }
-        let server = try await TestServer.start(compression: false, recordTexts: true)
+        let server = try await TestServer.start(tls: tls ? .init() : nil, compression: false, recordTexts: true)
         let ledger = Ledger()
+        let metrics = TestMetrics()
+        var configuration = WebSocketConfiguration()
+        configuration.tls.trustedCAFile = server.caCertificateFile
+        configuration.metrics.factory = metrics
         let startRSS = residentMegabytes()
         let startFDs = openDescriptors()
         print("soak: \(sockets) sockets, \(rate) msg/s each, drop every \(dropEvery) s, \(duration) s on \(server.url(path: "/echo"))")
@@ -62,11 +72,13 @@ struct Soak: AsyncParsableCommand {
         fastPolicy.initialDelay = .milliseconds(100)
         fastPolicy.maxDelay = .seconds(1)
         let policy = fastPolicy
-        let (sockets, rate, dropEvery, report) = (sockets, rate, dropEvery, report)
+        let (sockets, rate, dropEvery, report, fixedConfiguration) = (sockets, rate, dropEvery, report, configuration)
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<sockets {
                 group.addTask {
-                    await Self.runSocket(index, server: server, policy: policy, rate: rate, ledger: ledger, deadline: deadline)
+                    await Self.runSocket(
+                        index, url: server.url(path: "/echo?socket=\(index)"), configuration: fixedConfiguration,
+                        policy: policy, rate: rate, ledger: ledger, deadline: deadline)
                 }
             }
             group.addTask {
@@ -92,9 +104,12 @@ struct Soak: AsyncParsableCommand {
         let verdict = ledger.verify(server: snapshot)
         print(ledger.summary(server: snapshot))
         print("end: RSS \(residentMegabytes()) MB (start \(startRSS)), \(openDescriptors()) fds (start \(startFDs))")
-        print("queued while disconnected: \(verdict.queued); lost: \(verdict.queuedLost); duplicated: \(verdict.duplicated)")
+        let resent = metrics.counterTotal(label: "websocket_client_messages_resent_total")
+        print("queued while disconnected: \(verdict.queued), of them lost: \(verdict.queuedLost)")
+        print("resent after a drop (never acknowledged): \(resent); reported unsent at the end: \(verdict.reported)")
+        print("lost (neither received nor reported): \(verdict.lost); duplicated: \(verdict.duplicated)")
         await server.stop()
-        if verdict.queuedLost > 0 || verdict.duplicated > 0 { throw ExitCode(1) }
+        if verdict.lost > 0 || verdict.queuedLost > 0 || verdict.duplicated > 0 { throw ExitCode(1) }
     }
 
     /// `--url`: the same sockets against an outside server that does the dropping.
@@ -112,7 +127,9 @@ struct Soak: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<sockets {
                 group.addTask {
-                    await Self.runSocket(index, url: url + "?socket=\(index)", policy: fixedPolicy, rate: rate, ledger: ledger, deadline: deadline)
+                    await Self.runSocket(
+                        index, url: url + "?socket=\(index)", configuration: WebSocketConfiguration(), policy: fixedPolicy,
+                        rate: rate, ledger: ledger, deadline: deadline)
                 }
             }
             group.addTask {
@@ -130,15 +147,10 @@ struct Soak: AsyncParsableCommand {
     }
 
     private static func runSocket(
-        _ index: Int, server: TestServer, policy: ReconnectPolicy, rate: Double, ledger: Ledger, deadline: ContinuousClock.Instant
+        _ index: Int, url: String, configuration: WebSocketConfiguration, policy: ReconnectPolicy, rate: Double,
+        ledger: Ledger, deadline: ContinuousClock.Instant
     ) async {
-        await runSocket(index, url: server.url(path: "/echo?socket=\(index)"), policy: policy, rate: rate, ledger: ledger, deadline: deadline)
-    }
-
-    private static func runSocket(
-        _ index: Int, url: String, policy: ReconnectPolicy, rate: Double, ledger: Ledger, deadline: ContinuousClock.Instant
-    ) async {
-        let socket = ReconnectingWebSocket(to: url, policy: policy) { _ in
+        let socket = ReconnectingWebSocket(to: url, configuration: configuration, policy: policy) { _ in
             ledger.connects.add(1, ordering: .relaxed)
         }
         let reader = Task {
@@ -154,7 +166,7 @@ struct Soak: AsyncParsableCommand {
             do {
                 try socket.enqueue(.text(text))
                 ledger.sent.add(1, ordering: .relaxed)
-                if !connected { ledger.markQueued(text) }
+                ledger.markSent(text, queued: !connected)
             } catch {
                 ledger.refused.add(1, ordering: .relaxed)
             }
@@ -164,6 +176,7 @@ struct Soak: AsyncParsableCommand {
         }
         try? await Task.sleep(for: .seconds(1))
         await socket.close()
+        ledger.markReported(socket.unsentMessages)
         reader.cancel()
         await reader.value
     }
@@ -177,6 +190,8 @@ final class Ledger: Sendable {
     let connects = Atomic<Int>(0)
     let drops = Atomic<Int>(0)
     private let queued = Mutex<Set<String>>([])
+    private let all = Mutex<Set<String>>([])
+    private let reported = Mutex<Set<String>>([])
     /// Whether queued messages are remembered for ``verify(server:)`` (not with `--url`,
     /// where the set would only add to the RSS being measured).
     let tracksQueued: Bool
@@ -185,9 +200,19 @@ final class Ledger: Sendable {
         self.tracksQueued = tracksQueued
     }
 
-    func markQueued(_ text: String) {
+    /// Remembers a message `enqueue` took (and whether its socket was disconnected then).
+    func markSent(_ text: String, queued wasQueued: Bool) {
         guard tracksQueued else { return }
-        queued.withLock { _ = $0.insert(text) }
+        all.withLock { _ = $0.insert(text) }
+        if wasQueued { queued.withLock { _ = $0.insert(text) } }
+    }
+
+    /// Messages a socket listed as unsent when it ended.
+    func markReported(_ messages: [WebSocketMessage]) {
+        guard tracksQueued else { return }
+        reported.withLock { reported in
+            for case .text(let text) in messages { reported.insert(text) }
+        }
     }
 
     func summary(server: TestServer.Snapshot) -> String {
@@ -203,14 +228,17 @@ final class Ledger: Sendable {
             + "refused \(refused.load(ordering: .relaxed)), connects \(connects.load(ordering: .relaxed))"
     }
 
-    /// Queued messages must reach the server exactly once; no message may arrive twice.
-    func verify(server: TestServer.Snapshot) -> (queued: Int, queuedLost: Int, duplicated: Int) {
+    /// Every message sent must reach the server exactly once or be reported unsent when its
+    /// socket ended; no message may arrive twice.
+    func verify(server: TestServer.Snapshot) -> (queued: Int, queuedLost: Int, reported: Int, lost: Int, duplicated: Int) {
         var counts: [String: Int] = [:]
         for text in server.allTextsReceived { counts[text, default: 0] += 1 }
         let duplicated = counts.values.filter { $0 > 1 }.count
         let queuedSet = queued.withLock { $0 }
-        let lost = queuedSet.filter { counts[$0] != 1 }.count
-        return (queuedSet.count, lost, duplicated)
+        let reportedSet = reported.withLock { $0 }
+        let queuedLost = queuedSet.filter { counts[$0] != 1 && !reportedSet.contains($0) }.count
+        let lost = all.withLock { $0 }.filter { counts[$0] == nil && !reportedSet.contains($0) }.count
+        return (queuedSet.count, queuedLost, reportedSet.count, lost, duplicated)
     }
 }
 

@@ -71,10 +71,13 @@ extension ReconnectingStorage {
 
         let ended = socket.error ?? .closed(code: socket.closeCode ?? .abnormalClosure, reason: socket.closeReason)
         let unsent = socket.unsentMessages
+        if !unsent.isEmpty {
+            MetricsScope(configuration.metrics)?.counter(ConnectionMetrics.Names.messagesResent).increment(by: unsent.count)
+        }
         return shared.withLock { shared in
             shared.current = nil
             shared.onConnectFinished = false
-            // Accepted by the connection but never written: first in line for the next one.
+            // Accepted by the connection but never acknowledged by the peer: first in line for the next one.
             for message in unsent.reversed() {
                 shared.nextSendID += 1
                 shared.queue.prepend(QueuedMessage(id: shared.nextSendID, message: message, sender: nil))

@@ -50,6 +50,7 @@ final class ConnectionMetrics: Sendable {
         static let connectionsClosed = "connections_closed_total"
         static let connectionsOpen = "connections_open"
         static let reconnects = "reconnects_total"
+        static let messagesResent = "messages_resent_total"
         static let messagesReceived = "messages_received_total"
         static let messagesSent = "messages_sent_total"
         static let bytesReceived = "bytes_received_total"
