@@ -16,6 +16,8 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
     case closedWithError = 3
     /// `--timeout` expired before the session ended (wsdump closed with 1000 first).
     case timedOut = 4
+    /// Ctrl-C (or SIGTERM) before the connection opened: nothing was exchanged.
+    case interrupted = 5
 
     /// The lines of the `EXIT CODES` section of `--help`.
     static let helpText = """
@@ -28,6 +30,7 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
           3  closed by the peer with an error code (not 1000/1001), or the connection
              ended with an error after opening (1006, pong timeout, message too big)
           4  --timeout expired (wsdump closed with 1000 first)
+          5  interrupted (Ctrl-C or SIGTERM) before the connection opened
         """
 
     /// The status for a connection that opened and then ended with `code` and `error`.

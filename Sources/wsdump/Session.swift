@@ -113,7 +113,7 @@ final class Session {
         case .connectCancelled:
             if timedOut { return .timedOut }
             printStatus(["interrupted while connecting"])
-            return .normalClose
+            return .interrupted
         case .received(let message): received(message)
         case .receiveEnded:
             receiveEnded = true
@@ -140,6 +140,8 @@ final class Session {
 
     private func startConnecting() {
         let post = post
+        // A person at a terminal sees what the (up to connectTimeout) wait is for.
+        if isInteractive || console.errorIsTerminal { printStatus(["connecting to \(redactor.url(options.url)) ..."]) }
         var configuration = options.configuration
         if options.verbosity >= 2 || options.jsonLines {
             configuration.wireEventObserver = { event in post.yield(.wire(event)) }

@@ -19,6 +19,22 @@ struct InteractiveSessionTests {
         return false
     }
 
+    /// At a terminal, the wait for the handshake says what it waits for; Ctrl-C during it
+    /// exits with its own status (5), not as a normal close.
+    @Test func connectingShowsAndInterruptingItExitsFive() async throws {
+        try await withTestServer { server in
+            let terminal = try PseudoTerminal()
+            defer { terminal.close() }
+            let url = server.url(path: "/hang")
+            let run = try WSDumpProcess([url], stdin: .terminal(terminal), environment: ["TERM": "xterm-256color"])
+            await run.waitFor("connecting to \(url) ...")
+            run.send(signal: SIGINT)
+            let result = await run.finish()
+            #expect(result.status == 5)
+            #expect((result.stdout + result.stderr).contains("interrupted while connecting"))
+        }
+    }
+
     @Test func promptEchoColorsAndControlC() async throws {
         try await withTestServer { server in
             let terminal = try PseudoTerminal()
