@@ -18,6 +18,9 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
     case timedOut = 4
     /// Ctrl-C (or SIGTERM) before the connection opened: nothing was exchanged.
     case interrupted = 5
+    /// `--require-reply` was given and no message was received (the session otherwise
+    /// ended normally).
+    case nothingReceived = 6
 
     /// The lines of the `EXIT CODES` section of `--help`.
     static let helpText = """
@@ -31,6 +34,7 @@ enum ExitStatus: Int32, Sendable, CaseIterable {
              ended with an error after opening (1006, pong timeout, message too big)
           4  --timeout expired (wsdump closed with 1000 first)
           5  interrupted (Ctrl-C or SIGTERM) before the connection opened
+          6  --require-reply was given and no message was received
         """
 
     /// The status for a connection that opened and then ended with `code` and `error`.

@@ -30,18 +30,24 @@ extension Session {
         outgoing.enqueue(.message(message, fromInput: true))
     }
 
-    /// Input ended: wait `--eof-wait`, then close with 1000.
+    /// Input ended: wait `--eof-wait` (or for `--wait-replies` messages), then close with 1000.
     func inputFinished() {
         guard !inputEnded else { return }
         inputEnded = true
         if isInteractive { console.setFooter(nil) }
         guard phase == .open else { return }
-        if options.eofWait > .zero {
+        if let waitReplies = options.waitReplies, receivedCount < waitReplies {
+            // Closed by `received` once enough have arrived, or by the timer.
+            startTimer(after: options.eofWait > .zero ? options.eofWait : Self.replyWaitLimit, posting: .eofWaitElapsed)
+        } else if options.eofWait > .zero {
             startTimer(after: options.eofWait, posting: .eofWaitElapsed)
         } else {
             beginClose(.normalClosure, viaQueue: true)
         }
     }
+
+    /// How long `--wait-replies` waits without `--eof-wait`.
+    static let replyWaitLimit: Duration = .seconds(10)
 
     /// Keys typed at the prompt. Ctrl-C is handled like SIGINT (raw mode turns the key
     /// into a byte instead of a signal).

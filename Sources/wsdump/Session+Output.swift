@@ -17,6 +17,9 @@ extension Session {
             printData(formatter.lines(for: message, direction: .received, elapsed: elapsed).map(dataPalette.received))
         }
         if let count = options.count, receivedCount >= count { beginClose(.normalClosure, viaQueue: false) }
+        if inputEnded, let waitReplies = options.waitReplies, receivedCount == waitReplies {
+            beginClose(.normalClosure, viaQueue: true)
+        }
     }
 
     /// A message is being sent: `--jsonl` records it; `-v` echoes it (`> text`), on

@@ -100,6 +100,10 @@ final class Session {
             await outgoing?.stop()
         }
         status = reportUndelivered(status)
+        if options.requireReply, receivedCount == 0, status == .normalClose {
+            printError("no message was received (--require-reply)")
+            status = .nothingReceived
+        }
         await console.flush()
         return status
     }

@@ -28,6 +28,10 @@ struct SessionOptions: Sendable {
     var jsonLines = false
     /// `--count`: close with 1000 after this many received messages.
     var count: Int?
+    /// `--wait-replies`: at end of input, wait until this many messages have arrived in all.
+    var waitReplies: Int?
+    /// `--require-reply`: exit with ``ExitStatus/nothingReceived`` when no message arrived.
+    var requireReply = false
     /// `--timeout`: the whole session's limit.
     var timeout: Duration?
     /// `--reconnect`: use a ``ReconnectingWebSocket``.

@@ -23,7 +23,8 @@ struct WSDump: AsyncParsableCommand {
             used on terminals only, and never when NO_COLOR is set.
 
             When input ends, wsdump waits --eof-wait seconds (still printing what arrives), \
-            then closes with 1000 and waits for the server's close. With --reconnect, lines \
+            or until --wait-replies messages have arrived, then closes with 1000 and waits for \
+            the server's close: a server may drop a request followed at once by a close. With --reconnect, lines \
             wait for the next connection, but end of input and signals end the session at \
             once. Messages that were never sent are named on standard error (status 1).
 
@@ -98,6 +99,14 @@ struct WSDump: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Close with 1000 and exit after this many received messages.", valueName: "n"))
     var count: Int?
 
+    @Option(name: .customLong("wait-replies"), help: ArgumentHelp(
+        "When input ends, wait until this many messages have arrived in all before closing (for at most --eof-wait seconds, else 10).",
+        valueName: "n"))
+    var waitReplies: Int?
+
+    @Flag(name: .customLong("require-reply"), help: "Exit with status 6 when no message was received.")
+    var requireReply = false
+
     @Option(help: ArgumentHelp("Close with 1000 and exit with status 4 after this many seconds.", valueName: "seconds"))
     var timeout: Double?
 
@@ -165,6 +174,7 @@ struct WSDump: AsyncParsableCommand {
         }
         guard eofWait >= 0 else { throw ValidationError("--eof-wait must be 0 or more seconds") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if let waitReplies, waitReplies < 1 { throw ValidationError("--wait-replies must be at least 1") }
         if let timeout, timeout <= 0 { throw ValidationError("--timeout must be more than 0 seconds") }
         if json, jsonl { throw ValidationError("--json and --jsonl cannot be combined") }
 
@@ -180,6 +190,8 @@ struct WSDump: AsyncParsableCommand {
         options.prettyJSON = json
         options.jsonLines = jsonl
         options.count = count
+        options.waitReplies = waitReplies
+        options.requireReply = requireReply
         options.timeout = timeout.map { .seconds($0) }
         options.reconnect = reconnect
         options.showsSecrets = showSecrets

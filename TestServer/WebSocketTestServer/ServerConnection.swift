@@ -47,6 +47,8 @@ final class ServerConnection {
     var wsi: OpaquePointer?
     /// The close code the server is going away with (``goAway(_:code:)``), once asked.
     private var goingAwayCode: UInt32?
+    /// `/echo?delay=MS`: replies held until the connection's timer fires.
+    private var delayedReplies: [Frame] = []
 
     init(id: Int, route: ServerRoute, recorder: ServerRecorder, compressed: Bool, recordTexts: Bool) {
         self.id = id
@@ -112,6 +114,10 @@ final class ServerConnection {
             return -1
         }
         switch route {
+        case .echo(let delay) where delay > 0:
+            for reply in delayedReplies { enqueue(wsi, reply) }
+            delayedReplies = []
+            return 0
         case .close(let code, let reason, _):
             var reason = reason
             reason.withUTF8 { wss_close_reason(wsi, UInt32(code), $0.baseAddress, min($0.count, 123)) }
@@ -155,6 +161,9 @@ final class ServerConnection {
             if let text { record.textsReceived.append(text) }
         }
         switch route {
+        case .echo(let delay) where delay > 0:
+            delayedReplies.append(message)
+            lws_set_timer_usecs(wsi, Int64(delay) * 1000)
         case .echo, .push, .headers, .close, .drop, .badUTF8, .stall(resumeAfterMilliseconds: .some):
             enqueue(wsi, message)
         case .stall(resumeAfterMilliseconds: nil), .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:

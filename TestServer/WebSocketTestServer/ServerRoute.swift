@@ -2,7 +2,7 @@
 ///
 /// | Path | Behaviour |
 /// |---|---|
-/// | `/echo` | Sends every message back with its type |
+/// | `/echo?delay=MS` | Sends every message back with its type (after MS milliseconds, when given: a close that comes first drops the replies, as some servers do) |
 /// | `/push?count=N&size=S&type=binary|text&fragment=F` | Sends N messages of S bytes (each starts with its sequence number; in F-byte fragments when F > 0), then echoes |
 /// | `/close?code=C&reason=R&after=MS` | After MS milliseconds, closes with code C and reason R |
 /// | `/drop?after=MS` | After MS milliseconds, drops TCP without a close frame |
@@ -24,7 +24,7 @@
 /// socket from it, on a TLS server by the raw TLS listener (``RawTLSListener``), which also
 /// serves the `/tls/` routes; libwebsockets' TLS listener rejects both with 501.
 enum ServerRoute: Sendable, Equatable {
-    case echo
+    case echo(delayMilliseconds: Int)
     case push(count: Int, size: Int, binary: Bool, fragment: Int)
     case close(code: UInt16, reason: String, afterMilliseconds: Int)
     case drop(afterMilliseconds: Int)
@@ -51,7 +51,7 @@ enum ServerRoute: Sendable, Equatable {
         func int(_ name: String, _ fallback: Int) -> Int { query[name].flatMap { Int($0) } ?? fallback }
         switch path {
         case "/", "/echo":
-            self = .echo
+            self = .echo(delayMilliseconds: max(0, int("delay", 0)))
         case "/push":
             self = .push(count: max(0, int("count", 10)), size: max(0, int("size", 128)),
                          binary: query["type"] != "text", fragment: max(0, int("fragment", 0)))

@@ -208,4 +208,30 @@ struct PipedSessionTests {
             #expect(result.stderr.contains("did not finish within 1"), "stderr: \(result.stderr)")
         }
     }
+
+    /// Input that ends before the replies come (a server that answers after 200 ms and drops
+    /// what a close overtakes): --wait-replies keeps the connection until they have, and
+    /// --require-reply turns "nothing arrived" into status 6.
+    @Test func waitRepliesAndRequireReply() async throws {
+        try await withTestServer { server in
+            let slowServer = server.url(path: "/echo?delay=200")
+            let early = try await WSDumpProcess.run(["-r", "--require-reply", slowServer], stdin: .bytes("one\ntwo\n"))
+            #expect(early.status == 6, "the close overtook the replies: stdout \(early.stdout)")
+            let waited = try await WSDumpProcess.run(
+                ["-r", "--wait-replies", "2", "--require-reply", slowServer], stdin: .bytes("one\ntwo\n"))
+            #expect(waited.status == 0, "stderr: \(waited.stderr)")
+            #expect(waited.stdout == "one\ntwo\n")
+
+            let silent = try await WSDumpProcess.run(["--require-reply", server.url(path: "/echo")])
+            #expect(silent.status == 6)
+            #expect(silent.stderr.contains("no message was received (--require-reply)"))
+
+            // The wait is bounded: by --eof-wait when given.
+            let started = ContinuousClock.now
+            let bounded = try await WSDumpProcess.run(["--wait-replies", "1", "--eof-wait", "0.3", server.url(path: "/echo")])
+            #expect(bounded.status == 0)
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
 }
+

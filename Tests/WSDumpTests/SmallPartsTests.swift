@@ -16,7 +16,7 @@ struct SmallPartsTests {
         #expect(ExitStatus.forFailure(.handshakeRejected(status: 401, headers: [:], body: Data())) == .connectionFailed)
         #expect(ExitStatus.forFailure(.invalidConfiguration("x")) == .usageError)
         #expect(ExitStatus.forFailure(.closed(code: 1008, reason: "")) == .closedWithError)
-        #expect(ExitStatus.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5])
+        #expect(ExitStatus.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
     }
 
     @Test func colorsOnlyOnTerminalsWithoutNoColor() {
