@@ -43,6 +43,13 @@ extension Session {
     /// response headers and one status line per control frame; with `--jsonl`, a JSON line
     /// per control frame.
     func wireEvent(_ event: WebSocketWireEvent) {
+        // The observer reports the peer's close as the frame is read, before the messages read
+        // just ahead of it have come through the stream: shown once the stream has ended, so
+        // the output keeps wire order.
+        if event.kind == .closeReceived, !receiveEnded, !options.reconnect {
+            heldIncomingClose = event
+            return
+        }
         if options.jsonLines, let record = JSONLineRecord.controlFrame(event, time: Self.unixTime) {
             printData([record.encoded()])
         }

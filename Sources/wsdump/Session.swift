@@ -57,6 +57,8 @@ final class Session {
     var inputStarted = false
     var inputEnded = false
     var receiveEnded = false
+    /// The peer's close frame, held until every message read before it has been shown.
+    var heldIncomingClose: WebSocketWireEvent?
     /// `--reconnect`: the socket's terminal state, once reached.
     var finalState: ReconnectingWebSocket.State?
     var editor = LineEditor()
@@ -121,6 +123,10 @@ final class Session {
         case .received(let message): received(message)
         case .receiveEnded:
             receiveEnded = true
+            if let close = heldIncomingClose {
+                heldIncomingClose = nil
+                wireEvent(close)
+            }
             return endIfFinished()
         case .state(let state): return stateChanged(state)
         case .wire(let event): wireEvent(event)

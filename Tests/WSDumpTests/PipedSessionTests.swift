@@ -233,5 +233,27 @@ struct PipedSessionTests {
             #expect(ContinuousClock.now - started < .seconds(5))
         }
     }
+
+    /// A server that closes while it is still echoing (its last echoes and its close arrive
+    /// in one read): --jsonl lists those echoes before the close, in wire order, with times
+    /// that do not go back.
+    @Test func jsonLinesKeepWireOrderAtTheClose() async throws {
+        try await withTestServer { server in
+            for _ in 0..<5 {
+                let lines = String(repeating: "line\n", count: 3000)
+                let result = try await WSDumpProcess.run(
+                    ["--jsonl", "--eof-wait", "5", server.url(path: "/close?code=1000&after=20")], stdin: .bytes(lines))
+                let events = try result.stdout.split(separator: "\n").map { line in
+                    try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                }
+                let kinds = events.map { "\($0["direction"] ?? "?")/\($0["type"] ?? "?")" }
+                let times = events.compactMap { $0["time"] as? Double }
+                #expect(times == times.sorted(), "\(kinds)")
+                if let close = kinds.firstIndex(of: "in/close"), let lastText = kinds.lastIndex(of: "in/text") {
+                    #expect(lastText < close, "\(kinds)")
+                }
+            }
+        }
+    }
 }
 
