@@ -233,8 +233,21 @@ final class Session {
 
     private func connectFailed(_ error: WebSocketError) -> ExitStatus {
         if options.jsonLines { printData([JSONLineRecord.failure(error.description, time: Self.unixTime).encoded()]) }
+        if options.verbosity >= 2, let body = error.body, !body.isEmpty {
+            printStatus(Self.bodyPreview(body))
+        }
         printError(error.description)
         return ExitStatus.forFailure(error)
+    }
+
+    /// The first lines of a refused handshake's body, for `-vv` (what the server said, often why).
+    static func bodyPreview(_ body: Data, lines limit: Int = 5) -> [String] {
+        let lines = String(decoding: body.prefix(4096), as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        var preview = ["--- response body (\(body.count) bytes) ---"]
+        preview += lines.prefix(limit).map { String($0.prefix(200)).replacingOccurrences(of: "\r", with: "") }
+        if lines.count > limit { preview.append("...") }
+        preview.append("-----------------------")
+        return preview
     }
 
     /// Posts `event` after `delay`.

@@ -99,4 +99,18 @@ struct ExitCodeTests {
             #expect(ignored.status == 0)
         }
     }
+
+    /// -vv on a refused handshake: the request line with its path, the status line, and the
+    /// first lines of the body the server sent with it.
+    @Test func refusedHandshakeWithTwoVShowsStatusPathAndBody() async throws {
+        try await withTestServer { server in
+            let result = try await WSDumpProcess.run(["-vv", server.url(path: "/no-such-route")])
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("GET /no-such-route HTTP/1.1"))
+            #expect(result.stderr.contains("HTTP/1.1 404"))
+            #expect(result.stderr.contains("--- response body ("))
+            #expect(result.stderr.contains("error: no WebSocket endpoint at /no-such-route"))
+        }
+    }
 }
+

@@ -190,7 +190,9 @@ extension ClientTransport {
         let rejected = WebSocketError.handshakeRejected(status: head.status, headers: head.headerDictionary, body: Data(body.body))
         guard (200..<300).contains(head.status) || head.status == 404 else { return rejected }
         return WebSocketError(
-            code: .handshakeRejected, reason: "no WebSocket endpoint at \(url.pathAndQuery) on \(url.hostHeader)",
+            // The path without its query, which may carry a token.
+            code: .handshakeRejected,
+            reason: "no WebSocket endpoint at \(url.pathAndQuery.prefix { $0 != "?" }) on \(url.hostHeader)",
             httpStatus: rejected.httpStatus, headers: rejected.headers, body: rejected.body)
     }
 
