@@ -1,4 +1,5 @@
 import Synchronization
+import SynchronizationSupport
 import Testing
 @testable import WebSocketStreams
 import WebSocketTestServer
@@ -122,4 +123,29 @@ struct WireEventTests {
         #expect(WebSocketWireEvent.Kind.pongReceived.description == "pongReceived")
         #expect(!WebSocketWireEvent.Kind.closeReceived.isSent && WebSocketWireEvent.Kind.closeSent.isSent)
     }
+
+    /// The project's rule: no user code while a lock is held. A flush holds the write side
+    /// (``ClientConnection/directWrites``); the observer hears of its ping and close frames
+    /// only once it is released.
+    @Test("the wire-event observer runs after the write side is released")
+    func observerRunsOutsideTheWriteSide() async throws {
+        try await withTestServer { server in
+            let core = AnnotatedMutex<ClientConnection?>(nil)
+            let calls = Atomic<Int>(0)
+            let underLock = Atomic<Int>(0)
+            var configuration = WebSocketConfiguration()
+            configuration.wireEventObserver = { event in
+                guard event.kind == .pingSent || event.kind == .closeSent, let connection = core.withLock({ $0 }) else { return }
+                calls.add(1, ordering: .relaxed)
+                if connection.directWrites.withLockIfAvailable({ _ in true }) == nil { underLock.add(1, ordering: .relaxed) }
+            }
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            core.withLock { $0 = connection.connection }
+            _ = try await connection.ping()
+            await connection.close()
+            #expect(calls.load(ordering: .relaxed) == 2)
+            #expect(underLock.load(ordering: .relaxed) == 0, "the observer ran while the write side was held")
+        }
+    }
 }
+

@@ -20,9 +20,13 @@ extension ClientTransport {
     /// The connection's write side (``ClientConnection/directWrites``) is held throughout, so
     /// no task writes directly in between; what a direct write left is sent first, and
     /// direct writes are opened again at the end when nothing is left that they could
-    /// overtake.
+    /// overtake. Senders, the wire-event observer and the metrics hear of what it did once
+    /// the lock is released (``WriteSideEffects``).
     func flush(_ connection: ClientConnection, loop: ClientLoop) {
         guard socket != nil, !dropRequested, !hasEnded else { return }
+        defer {
+            if !effects.isEmpty { effects.run(observer: configuration.wireEventObserver, metrics: connection.metrics) }
+        }
         connection.directWrites.withLock { direct in
             takeDirectWriteLeftovers(&direct, connection: connection)
             flushHoldingWriteSide(connection, loop: loop, direct: &direct)
@@ -64,11 +68,11 @@ extension ClientTransport {
                 requestWritable()
             }
             noteBytesWritten(connection)
-            if let metrics = connection.metrics { metrics.sent(writer.takeWrittenTally()) }
+            if connection.metrics != nil { effects.wrote(writer.takeWrittenTally()) }
             if writer.closeWritten, pendingOutput.isEmpty, !closing.sent {
                 closing.sent = true
-                if let frame = closeFrameQueued, let code = frame.code {
-                    configuration.wireEventObserver?(.closeSent(code: code, reason: frame.reason))
+                if configuration.wireEventObserver != nil, let frame = closeFrameQueued, let code = frame.code {
+                    effects.report(.closeSent(code: code, reason: frame.reason))
                 }
                 closeProgressed(connection)
             }
@@ -203,13 +207,13 @@ extension ClientTransport {
             machine.takeWrites(budget: Self.flushBudget, into: &batch, mayPing: mayPing, now: .now)
             return measuresQueue ? machine.takeSendQueueChange() : 0
         }
-        if sendQueueChange != 0 { connection.metrics?.sendQueueChanged(by: sendQueueChange) }
-        for sender in batch.admitted { sender.resume() }
+        if sendQueueChange != 0 { effects.sendQueueChanged(by: sendQueueChange) }
+        if !batch.admitted.isEmpty { effects.resume(batch.admitted) }
         for (id, chosen) in batch.pings {
             let payload = chosen ?? Keepalive.payload(tag: .user, id: id)
             writer.enqueueControl(.ping, payload: payload)
             keepalive?.pingSent(tag: .user, id: id, payload: payload, at: .now)
-            configuration.wireEventObserver?(.pingSent(keepalive: false))
+            if configuration.wireEventObserver != nil { effects.report(.pingSent(keepalive: false)) }
             armTimer()
         }
         for message in batch.messages { writer.enqueue(message) }

@@ -116,6 +116,9 @@ final class ClientTransport: @unchecked Sendable {
     var reportedBytesWritten = 0
     /// Storage for the next batch taken from the state machine.
     var spareBatch = ConnectionStateMachine.WriteBatch()
+    /// What the current flush owes senders, the observer and the metrics once it lets go
+    /// of the write side.
+    var effects = WriteSideEffects()
 
     /// How long a close may take (queued messages, the close handshake) before the socket is dropped.
     static let closeTimeout: Duration = .seconds(10)
