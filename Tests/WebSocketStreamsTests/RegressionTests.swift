@@ -1,4 +1,5 @@
 import FoundationEssentials
+import SynchronizationSupport
 import Testing
 @testable import WebSocketStreams
 import WebSocketTestServer
@@ -81,8 +82,11 @@ struct RegressionTests {
                 payload[0] = UInt8(index)
                 try await connection.send(.binary(payload))
             }
-            // Let the loop take messages and fill the socket; the peer never reads.
-            try await Task.sleep(for: .milliseconds(200))
+            // The loop takes messages for writing and fills the socket; the peer never reads.
+            let accepted = 64 * chunk.count
+            await eventually("the loop taking messages for writing") {
+                connection.connection.machine.withLock { $0.queuedSendBytes } < accepted
+            }
             await server.disconnectAll()
             for await _ in connection.messages {}
             let unsent = connection.unsentMessages.compactMap { message -> UInt8? in

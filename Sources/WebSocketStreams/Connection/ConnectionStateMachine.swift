@@ -305,6 +305,9 @@ struct ConnectionStateMachine {
     /// Received messages waiting for the consumer.
     var bufferedMessageCount: Int { inbound.count }
 
+    /// Bytes of messages accepted by `send` that the loop has not taken for writing yet.
+    var queuedSendBytes: Int { outbound.bytes }
+
     /// How many messages (and bytes) the consumer's buffer takes before reading pauses.
     var inboundRoom: (messages: Int, bytes: Int) { phase == .open ? inbound.room : (.max, .max) }
 
