@@ -56,15 +56,17 @@ test: test-deps
 	Conformance/conformance.sh quick
 	$(MAKE) fuzz-quick
 
-## test-tsan: the suite under ThreadSanitizer (slower: fewer tests at a time)
+## test-tsan: the suite under ThreadSanitizer (slower: fewer tests at a time; tests that repeat a
+## race many times, such as the delivery tests, repeat it fewer times under a sanitizer)
 test-tsan: test-deps
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 WEBSOCKETSTREAMS_SANITIZED=thread \
+		$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
 ## test-asan: the suite under AddressSanitizer and LeakSanitizer (wsdump and wsbench
 ## children included); Tests/Sanitizers/lsan-suppressions.txt names the leaks that are
 ## not ours (Foundation's Process, XCTest's runner).
 test-asan: test-deps
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 ASAN_OPTIONS=detect_leaks=1 \
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=4 WEBSOCKETSTREAMS_SANITIZED=address ASAN_OPTIONS=detect_leaks=1 \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitizers/lsan-suppressions.txt \
 		$(SWIFT) test --sanitize=address --scratch-path .build-asan
 

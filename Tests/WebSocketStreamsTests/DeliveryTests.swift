@@ -1,3 +1,4 @@
+import Foundation
 import SynchronizationSupport
 import Testing
 @testable import WebSocketStreams
@@ -9,6 +10,12 @@ import WebSocketTestServer
 /// connection, the race a new user's first reconnect test runs into.
 @Suite("Delivery: what the peer never acknowledged is resent or reported")
 struct DeliveryTests {
+    /// Rounds of each race: fewer under a sanitizer (`make test-tsan`, `make test-asan`), where
+    /// each TLS handshake costs many times more and the suite runs beside slower tests.
+    private static func rounds(_ full: Int) -> Int {
+        ProcessInfo.processInfo.environment["WEBSOCKETSTREAMS_SANITIZED"] == nil ? full : max(5, full / 5)
+    }
+
     private static func configuration(for server: TestServer) -> WebSocketConfiguration {
         var configuration = WebSocketConfiguration()
         if let ca = server.caCertificateFile { configuration.tls.trustedCAFile = ca }
@@ -28,7 +35,7 @@ struct DeliveryTests {
             let reader = Task {
                 for await message in socket.messages { echoes.withLock { $0.append(message) } }
             }
-            let rounds = 100
+            let rounds = Self.rounds(100)
             for round in 0..<rounds {
                 try await socket.send(.text("one \(round)"))
                 await eventually("the echo of one \(round)") { echoes.withLock { $0.last == .text("one \(round)") } }
@@ -56,7 +63,7 @@ struct DeliveryTests {
     func plainSocketReportsUnacknowledged(overTLS: Bool) async throws {
         try await withTestServer(tls: overTLS ? .init() : nil, compression: false, recordTexts: true) { server in
             var listed = 0
-            for round in 0..<30 {
+            for round in 0..<Self.rounds(30) {
                 let connection = try await WebSocket.connect(
                     to: server.url(path: "/echo"), configuration: Self.configuration(for: server))
                 var replies = connection.messages.makeAsyncIterator()
