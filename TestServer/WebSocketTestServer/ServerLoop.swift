@@ -331,15 +331,21 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     // MARK: - Fault controls
 
-    /// Drops every WebSocket connection without a close frame. Returns how many.
-    func disconnectAll() -> Int {
-        var count = 0
+    /// Drops every WebSocket connection without a close frame (lws closes them at its next
+    /// pass). Returns the ids of those it dropped.
+    func disconnectAll() -> Set<Int> {
+        var dropped = Set<Int>()
         for case let connection as ServerConnection in connections.values {
             guard let wsi = connection.wsi else { continue }
             lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
-            count += 1
+            dropped.insert(connection.id)
         }
-        return count
+        return dropped
+    }
+
+    /// Whether any of the connections `ids` still has its socket (lws has not freed it yet).
+    func holdsAny(of ids: Set<Int>) -> Bool {
+        connections.values.contains { ($0 as? ServerConnection).map { ids.contains($0.id) } ?? false }
     }
 
     /// Closes every WebSocket connection with a close frame carrying `code`. Returns how many.

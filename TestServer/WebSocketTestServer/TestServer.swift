@@ -223,11 +223,19 @@ public final class TestServer: Sendable {
 
     /// Drops every open WebSocket connection at once, without a close frame (clients see
     /// 1006), as a network failure would. Replies the server had not written yet are
-    /// dropped with them. Returns how many were dropped. (Not those of the raw TLS
-    /// listener.)
+    /// dropped with them. Returns how many were dropped, once their sockets are closed
+    /// (at most 2 s later). (Not those of the raw TLS listener.)
     @discardableResult
     public func disconnectAll() async -> Int {
-        await onServiceThread { [loop] in loop.disconnectAll() } ?? 0
+        let dropped = await onServiceThread { [loop] in loop.disconnectAll() } ?? []
+        // Returns once their sockets are closed, so bytes a client sends after this meet a
+        // closed socket (reset, never acknowledged), not one still open but no longer read.
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !dropped.isEmpty, ContinuousClock.now < deadline,
+              await onServiceThread({ [loop] in loop.holdsAny(of: dropped) }) == true {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return dropped.count
     }
 
     /// Closes every open WebSocket connection with a close frame carrying `code` (1001, going
