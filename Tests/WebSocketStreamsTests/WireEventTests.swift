@@ -143,6 +143,7 @@ struct WireEventTests {
             core.withLock { $0 = connection.connection }
             _ = try await connection.ping()
             await connection.close()
+            core.withLock { $0 = nil }  // the observer's box held the connection: no cycle left behind
             #expect(calls.load(ordering: .relaxed) == 2)
             #expect(underLock.load(ordering: .relaxed) == 0, "the observer ran while the write side was held")
         }

@@ -84,7 +84,7 @@ extension ClientTransport {
     /// was waiting on.
     private var handshakeTimedOut: WebSocketError {
         let step = switch phase {
-        case .idle, .connecting: "connecting to \(target.description)"
+        case .idle, .connecting: "for the TCP connection to \(target.description)"
         case .tunnelling: "for the proxy's answer to CONNECT (\(target.description))"
         case .negotiatingSOCKS: "for the SOCKS5 proxy (\(target.description))"
         case .securing: "in the TLS handshake with \(url.hostHeader)"
