@@ -82,8 +82,11 @@ struct DeliveryTests {
                 #expect(!unsent.contains(.text("one \(round)")), "an acknowledged message is never listed")
                 if unsent.contains(two) { listed += 1 }
             }
-            // The race is real: most rounds write "two" into the dead connection.
-            #expect(listed > 0)
+            // The race is real: in a full run, rounds write "two" into the dead connection (the
+            // loop has not read the server's FIN yet) and find it listed. Under a sanitizer the
+            // loop is slow, and in the fewer rounds there it may have seen every close first,
+            // so each "two" was thrown to its sender instead: accounted for all the same.
+            if Self.rounds(30) == 30 { #expect(listed > 0) }
         }
     }
 
