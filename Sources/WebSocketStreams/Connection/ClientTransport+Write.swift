@@ -163,7 +163,7 @@ extension ClientTransport {
             }
             start = end
         }
-        forgetAcknowledged(in: &direct)
+        if let socket { direct.forgetAcknowledged(on: socket.descriptor) }
         return true
     }
 
@@ -175,14 +175,7 @@ extension ClientTransport {
         for (end, message) in writer.completedInFill {
             direct.ledger.record(message, endingAt: start + end)
         }
-        forgetAcknowledged(in: &direct)
-    }
-
-    /// Forgets the messages the peer acknowledged, once enough have gathered to be worth a look.
-    private func forgetAcknowledged(in direct: inout DirectWriter) {
-        guard direct.ledger.needsPruning, let descriptor = socket?.descriptor,
-              let acknowledged = RawSocket.acknowledgedByteCount(of: descriptor) else { return }
-        direct.ledger.forget(acknowledged: acknowledged)
+        if let socket { direct.forgetAcknowledged(on: socket.descriptor) }
     }
 
     /// Bytes a direct write could not send go first in ``pendingOutput``.

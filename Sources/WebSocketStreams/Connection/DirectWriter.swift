@@ -130,9 +130,14 @@ struct DirectWriter {
     /// stands now; forgets acknowledged messages once enough have gathered.
     private mutating func recordWritten(_ message: WebSocketMessage, on descriptor: Int32) {
         ledger.record(message, endingAt: streamBase + directBytes)
-        if ledger.needsPruning, let acknowledged = RawSocket.acknowledgedByteCount(of: descriptor) {
-            ledger.forget(acknowledged: acknowledged)
-        }
+        forgetAcknowledged(on: descriptor)
+    }
+
+    /// Forgets the messages the peer acknowledged, once enough have gathered in ``ledger``
+    /// to be worth a look at `descriptor`'s count (the loop's records and the tasks' alike).
+    mutating func forgetAcknowledged(on descriptor: Int32) {
+        guard ledger.needsPruning, let acknowledged = RawSocket.acknowledgedByteCount(of: descriptor) else { return }
+        ledger.forget(acknowledged: acknowledged)
     }
 
     /// Sends everything `tls` holds for the socket, with one `send(2)`: what the frame just
