@@ -116,25 +116,19 @@ public final class WebSocket: Sendable {
     /// `nil` while open or closing. A peer's code reaches you unchanged (1012, 1013 and
     /// 1014 included).
     public var closeCode: WebSocketCloseCode? {
-        connection.machine.withLock { $0.termination?.code }
+        connection.machine.withLock { $0.ending?.closeCode }
     }
 
     /// How the connection ended, as one value (who started the end, code, reason, error,
     /// unsent messages); `nil` while it is open. The same facts as ``closeCode``,
     /// ``closeReason``, ``error`` and ``unsentMessages``, plus who closed.
     public var ending: WebSocketEnding? {
-        connection.machine.withLock { machine in
-            machine.termination.map { termination in
-                WebSocketEnding(
-                    initiator: termination.initiator, closeCode: termination.code, closeReason: termination.reason,
-                    error: termination.error, unsentMessages: machine.unsentMessages)
-            }
-        }
+        connection.machine.withLock { $0.ending }
     }
 
     /// The reason text that came with ``closeCode`` (empty when none).
     public var closeReason: String {
-        connection.machine.withLock { $0.termination?.reason ?? "" }
+        connection.machine.withLock { $0.ending?.closeReason ?? "" }
     }
 
     /// The error that ended the connection, once it has ended: e.g.
@@ -144,7 +138,7 @@ public final class WebSocket: Sendable {
     /// a TLS stream cut inside a record. `nil` for a connection closed by a close
     /// handshake, or by ``close(code:reason:)`` (see ``closeCode``).
     public var error: WebSocketError? {
-        connection.machine.withLock { $0.termination?.error }
+        connection.machine.withLock { $0.ending?.error }
     }
 
     /// Messages accepted by ``send(_:)`` that the peer's TCP never acknowledged, oldest first:
@@ -194,7 +188,7 @@ public final class WebSocket: Sendable {
 
     /// Whether the connection is open (not yet closing or closed).
     public var isOpen: Bool {
-        connection.machine.withLock { $0.phase == .open }
+        connection.machine.withLock { $0.isOpen }
     }
 
     /// The most received bytes ever buffered for the consumer at once (for tests).

@@ -207,6 +207,6 @@ struct MetricsTests {
 extension WebSocket {
     /// Waits until the connection has ended (for tests that end it from the server side).
     func waitUntilClosedForTests() async {
-        await connection.waitUntilClosed()
+        await connection.waitForEnding()
     }
 }

@@ -125,7 +125,7 @@ struct WireEventTests {
     }
 
     /// The project's rule: no user code while a lock is held. A flush holds the write side
-    /// (``ClientConnection/directWrites``); the observer hears of its ping and close frames
+    /// (``ClientConnection/writeSide``); the observer hears of its ping and close frames
     /// only once it is released.
     @Test("the wire-event observer runs after the write side is released")
     func observerRunsOutsideTheWriteSide() async throws {
@@ -137,7 +137,7 @@ struct WireEventTests {
             configuration.wireEventObserver = { event in
                 guard event.kind == .pingSent || event.kind == .closeSent, let connection = core.withLock({ $0 }) else { return }
                 calls.add(1, ordering: .relaxed)
-                if connection.directWrites.withLockIfAvailable({ _ in true }) == nil { underLock.add(1, ordering: .relaxed) }
+                if connection.writeSide.withLockIfAvailable({ _ in true }) == nil { underLock.add(1, ordering: .relaxed) }
             }
             let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             core.withLock { $0 = connection.connection }

@@ -12,8 +12,8 @@ extension ClientConnection {
     /// meter goes back to zero. A hook in ``ClientTransport``.
     func recordEnded(wasOpen: Bool) {
         guard let metrics, wasOpen else { return }
-        let (termination, sendQueueChange) = machine.withLock { ($0.termination, $0.takeSendQueueChange()) }
+        let (ending, sendQueueChange) = machine.withLock { ($0.ending, $0.takeSendQueueChange()) }
         metrics.sendQueueChanged(by: sendQueueChange)
-        metrics.closed(code: termination?.code ?? .abnormalClosure, initiator: termination?.initiator ?? .connectionLost)
+        metrics.closed(code: ending?.closeCode ?? .abnormalClosure, initiator: ending?.initiator ?? .connectionLost)
     }
 }

@@ -23,7 +23,7 @@ final class ClientConnection: ServiceThreadWork {
     let machine: AnnotatedMutex<ConnectionStateMachine>
     /// The socket's write side: held by the loop while it flushes, and by a task that
     /// writes its message itself (``DirectWriter``). Taken before ``machine``, never after.
-    let directWrites = AnnotatedMutex(DirectWriter())
+    let writeSide: WriteSide
     /// When the latest `send` returned (``DirectWriter/monotonicNanoseconds()``).
     private let lastSendReturned = Atomic<Int>(0)
     /// How long a sender must have been away before its `send` may write directly, in
@@ -51,18 +51,21 @@ final class ClientConnection: ServiceThreadWork {
         self.sharedConfiguration = sharedConfiguration
         self.logger = configuration.logger
         self.eventLoop = eventLoop
-        machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration))
-        transport = ClientTransport(
-            configuration: sharedConfiguration, url: url, target: target, handshakeDeadline: handshakeDeadline)
+        machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline))
+        writeSide = WriteSide(loop: eventLoop.serviceThread)
+        transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target)
     }
 
-    // MARK: - Service thread entry
+    /// The thread of the loop this connection runs on.
+    var loopThread: ServiceThread { eventLoop.serviceThread }
+
+    // MARK: - Loop entry
 
     func runOnServiceThread() {
         transport.isServicing = true
         defer { transport.isServicing = false }
         let (requests, sendQueueChange) = machine.withLock { machine in
-            (machine.takeRequests(), metrics == nil ? 0 : machine.takeSendQueueChange())
+            (machine.takeRequests(now: .now), metrics == nil ? 0 : machine.takeSendQueueChange())
         }
         if sendQueueChange != 0 { metrics?.sendQueueChanged(by: sendQueueChange) }
         transport.service(self, requests: requests, loop: eventLoop.clientLoop)
@@ -152,11 +155,7 @@ final class ClientConnection: ServiceThreadWork {
     /// that cannot reorder anything (see ``DirectWriter``); `false` when it must be queued.
     /// Never waits: a loop that is writing holds the lock, and then the message is queued.
     private func writeDirectly(_ message: WebSocketMessage) throws(WebSocketError) -> Bool {
-        let attempt = directWrites.withLockIfAvailable { writer -> DirectWriter.Outcome in
-            guard writer.mayWrite(message), machine.withLock({ $0.mayWriteDirectly }) else { return .notTaken }
-            return writer.write(message)
-        }
-        guard let outcome = attempt else {
+        guard let outcome = writeSide.writeDirectly(message, machine: machine) else {
             directWritesMissed.add(1, ordering: .relaxed)
             return false
         }
@@ -231,21 +230,17 @@ final class ClientConnection: ServiceThreadWork {
     }
 
     /// Waits until the connection has ended, without asking it to close.
-    func waitUntilClosed() async {
+    func waitForEnding() async {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            if !machine.withLock({ $0.awaitTermination(continuation) }) { continuation.resume() }
+            if !machine.withLock({ $0.awaitEnding(continuation) }) { continuation.resume() }
         }
     }
 
-    /// Closes with 1001 without waiting (the event loop is shutting down).
-    func closeForShutdown() {
-        closeWithoutWaiting(code: .goingAway)
-    }
-
-    /// Asks for a close with `code` and returns at once.
-    func closeWithoutWaiting(code: WebSocketCloseCode, reason: String = "") {
+    /// Asks for a close with `code` and returns at once (a loop shutting down, a
+    /// reconnecting wrapper moving on).
+    func requestClose(code: WebSocketCloseCode, reason: String = "") {
         let (wake, failedSenders, error) = machine.withLock { machine in
-            let result = machine.closeWithoutWaiting(code: code, reason: reason)
+            let result = machine.requestClose(code: code, reason: reason)
             return (result.wake, result.failedSenders, machine.closedError)
         }
         if wake { self.wake() }

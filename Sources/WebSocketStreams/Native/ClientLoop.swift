@@ -85,7 +85,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         defer { currentConnection = nil }
         guard let event = RawSocket.Event(reason: reason, input: input, length: length) else { return 0 }
         #if DEBUG
-        let sentBefore = connection.transport.bytesSentToSocket
+        let sentBefore = connection.writeSide.bytesSent
         #endif
         let result: Int32 = connection.transport.handle(connection, event, socket: RawSocket(wsi: wsi), loop: self) ? -1 : 0
         #if DEBUG
@@ -94,7 +94,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         // is a busy loop.
         switch event {
         case .writable, .timer:
-            if connection.transport.bytesSentToSocket != sentBefore || result != 0 || connection.transport.hasEnded {
+            if connection.writeSide.bytesSent != sentBefore || result != 0 || connection.transport.hasEnded {
                 passProgress = true
             }
         case .received(let bytes):
@@ -170,15 +170,15 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         // lws's log mask is process-global state: only ever changed on a service thread.
         // The level claimed is remembered: a handler may report another level later.
         let level = connection.logger.logLevel
-        connection.transport.claimedLogLevel = level
+        connection.transport.opening.claimedLogLevel = level
         ServiceThreadLogging.claim(for: level)
         connection.transport.connect(connection, vhost: vhost, loop: self)
     }
 
     private func release(_ connection: ClientConnection) {
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
-        if let level = connection.transport.claimedLogLevel {
-            connection.transport.claimedLogLevel = nil
+        if let level = connection.transport.opening.claimedLogLevel {
+            connection.transport.opening.claimedLogLevel = nil
             ServiceThreadLogging.releaseClaim(for: level)
         }
         if connections.isEmpty, let whenAllClosed {
@@ -203,7 +203,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         }
         whenAllClosed = done
         for connection in connections.values {
-            connection.closeForShutdown()
+            connection.requestClose(code: .goingAway)
         }
     }
 }

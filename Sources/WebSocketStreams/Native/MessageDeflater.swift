@@ -11,8 +11,9 @@ import CLibWebSockets
 /// zlib cannot produce raw deflate with an 8-bit window, so when the server demands
 /// `client_max_window_bits=8` no deflater exists (see ``canCompress(with:)``) and every
 /// message goes out uncompressed with RSV1 clear, which RFC 7692 section 6 allows.
-// Confined to the connection's service thread.
-final class MessageDeflater {
+// @unchecked: used by one thread at a time, the holder of its connection's write-side lock
+// (``WriteSide``), which owns the frame writer it belongs to.
+final class MessageDeflater: @unchecked Sendable {
     /// Why no deflater could be made.
     struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
         var description: String

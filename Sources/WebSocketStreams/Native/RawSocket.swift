@@ -8,7 +8,9 @@ import Glibc
 /// so nothing is copied into lws's buffers.
 ///
 /// Service thread only (lws is not thread-safe).
-struct RawSocket {
+// @unchecked: a handle to an lws socket, used on its loop's thread only (the descriptor
+// number alone reaches tasks, through the write side's lock).
+struct RawSocket: @unchecked Sendable {
     let wsi: OpaquePointer
 
     /// What lws reports about a raw client socket, in the transport's words.

@@ -58,13 +58,13 @@ extension ReconnectingStorage {
             do {
                 try await onConnect(socket)
             } catch {
-                socket.connection.closeWithoutWaiting(code: .goingAway, reason: "onConnect failed")
+                socket.connection.requestClose(code: .goingAway, reason: "onConnect failed")
             }
         }
         shared.withLock { $0.onConnectFinished = true }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.pump(socket.connection) }
-            await socket.connection.waitUntilClosed()
+            await socket.connection.waitForEnding()
             stopPump()
             group.cancelAll()
         }

@@ -108,7 +108,7 @@ final class ReconnectingStorage: Sendable {
             return (accepted, shared.current, shared.supervisor, shared.consumerWaiters)
         }
         guard accepted else { return }
-        current?.connection.closeWithoutWaiting(code: code, reason: ClientConnection.truncatedCloseReason(reason))
+        current?.connection.requestClose(code: code, reason: ClientConnection.truncatedCloseReason(reason))
         // Interrupt a backoff sleep or onConnect, but never a connection attempt: cancelling
         // one could leave a socket the server already upgraded to be dropped without a close
         // frame. An attempt ends by itself (connectTimeout) and is then closed properly.

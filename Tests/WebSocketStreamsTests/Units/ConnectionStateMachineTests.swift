@@ -7,7 +7,7 @@ struct ConnectionStateMachineTests {
     private func openMachine() -> ConnectionStateMachine {
         var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
         _ = machine.established(subprotocol: "chat", extensions: nil)
-        _ = machine.takeRequests()
+        _ = machine.takeRequests(now: .now)
         return machine
     }
 
@@ -22,7 +22,7 @@ struct ConnectionStateMachineTests {
             return
         }
         #expect(firstWake && !secondWake)
-        #expect(machine.takeRequests() == .write)
+        #expect(machine.takeRequests(now: .now) == .write)
         guard case .accepted(let thirdWake) = machine.send(.text("c")) else { Issue.record(); return }
         #expect(thirdWake)
     }
@@ -33,7 +33,7 @@ struct ConnectionStateMachineTests {
         configuration.maxBufferedMessages = 2
         var machine = ConnectionStateMachine(configuration: configuration)
         _ = machine.established(subprotocol: nil, extensions: nil)
-        _ = machine.closeWithoutWaiting(code: .goingAway, reason: "")
+        _ = machine.requestClose(code: .goingAway, reason: "")
         var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
         let paused = machine.receive(contentsOf: (0..<10).map { .text("\($0)") }, deliveries: &deliveries)
         #expect(!paused)
@@ -51,25 +51,25 @@ struct ConnectionStateMachineTests {
         var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
         let (waiter, abortWake) = machine.cancelConnect()
         #expect(waiter == nil && abortWake)
-        _ = machine.takeRequests()
+        _ = machine.takeRequests(now: .now)
         let (resumed, closeWake, _) = machine.established(subprotocol: nil, extensions: nil)
         #expect(resumed == nil)
         #expect(closeWake)
         var batch = ConnectionStateMachine.WriteBatch()
-        machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
+        machine.takeWrites(budget: 100, into: &batch, now: .now)
         #expect(batch.close?.code == .goingAway)
     }
 
     @Test("a handshake that completes after a close was asked for while connecting fails connect and closes")
     func closedWhileConnecting() async {
         var machine = ConnectionStateMachine(configuration: WebSocketConfiguration())
-        _ = machine.closeWithoutWaiting(code: .goingAway, reason: "")
-        _ = machine.takeRequests()
+        _ = machine.requestClose(code: .goingAway, reason: "")
+        _ = machine.takeRequests(now: .now)
         let (_, closeWake, error) = machine.established(subprotocol: nil, extensions: nil)
         #expect(closeWake)
         #expect(error == .connectionFailed("the connection was closed before it opened"))
         var batch = ConnectionStateMachine.WriteBatch()
-        machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
+        machine.takeWrites(budget: 100, into: &batch, now: .now)
         #expect(batch.close?.code == .goingAway)
     }
 
@@ -86,7 +86,7 @@ struct ConnectionStateMachineTests {
             #expect(!wake)  // already scheduled by the send
             #expect(failed.isEmpty)
             var batch = ConnectionStateMachine.WriteBatch()
-            machine.takeWrites(budget: 1 << 20, into: &batch, mayPing: true, now: .now)
+            machine.takeWrites(budget: 1 << 20, into: &batch, now: .now)
             #expect(batch.messages == [.text("last words")])
             #expect(batch.close?.code == .normalClosure)
             guard case .fail(let error) = machine.send(.text("too late")) else { Issue.record(); return }
@@ -95,23 +95,23 @@ struct ConnectionStateMachineTests {
             #expect(finale?.closeWaiters.count == 1)
             finale?.run()
         }
-        #expect(machine.termination?.code == .normalClosure)
-        #expect(machine.termination?.reason == "bye")
+        #expect(machine.ending?.closeCode == .normalClosure)
+        #expect(machine.ending?.closeReason == "bye")
         #expect(machine.unsentMessages.isEmpty)
     }
 
     @Test("the peer's close code wins; TCP loss without one is 1006 and keeps unsent messages")
     func closeCodes() {
         var peer = openMachine()
-        peer.peerClosed(code: 4001, reason: "kicked")
+        _ = peer.peerClosed(CloseFrame(code: 4001, reason: "kicked"), now: .now)
         _ = peer.transportClosed()
-        #expect(peer.termination?.code == 4001)
+        #expect(peer.ending?.closeCode == 4001)
         #expect(peer.closedError == .closed(code: 4001, reason: "kicked"))
 
         var dropped = openMachine()
         _ = dropped.send(.text("never written"))
         _ = dropped.transportClosed()
-        #expect(dropped.termination?.code == .abnormalClosure)
+        #expect(dropped.ending?.closeCode == .abnormalClosure)
         #expect(dropped.unsentMessages == [.text("never written")])
         let again = dropped.transportClosed()
         #expect(again == nil)  // only once
@@ -122,8 +122,8 @@ struct ConnectionStateMachineTests {
         var machine = openMachine()
         machine.failed(with: .messageTooLarge(limit: 10), closeCode: .messageTooBig)
         _ = machine.transportClosed()
-        #expect(machine.termination?.code == .messageTooBig)
-        #expect(machine.termination?.error == .messageTooLarge(limit: 10))
+        #expect(machine.ending?.closeCode == .messageTooBig)
+        #expect(machine.ending?.error == .messageTooLarge(limit: 10))
     }
 
     @Test("ending an iteration asks for a 1001 close; releasing the handle only when nobody iterates")
@@ -135,7 +135,7 @@ struct ConnectionStateMachineTests {
         #expect(!releaseWakes)
         #expect(endWakes)
         var batch = ConnectionStateMachine.WriteBatch()
-        iterated.takeWrites(budget: 100, into: &batch, mayPing: true, now: .now)
+        iterated.takeWrites(budget: 100, into: &batch, now: .now)
         #expect(batch.close?.code == .goingAway)
 
         var idle = openMachine()
@@ -165,12 +165,13 @@ struct ConnectionStateMachineTests {
                     _ = machine.ping(id: id, waiter: waiter)
                     var batch = ConnectionStateMachine.WriteBatch()
                     let start = ContinuousClock.now
-                    machine.takeWrites(budget: 100, into: &batch, mayPing: true, now: start)
+                    machine.takeWrites(budget: 100, into: &batch, now: start)
                     #expect(batch.pings.map(\.id) == [id] && batch.pings.allSatisfy { $0.payload == nil })
                     var second = ConnectionStateMachine.WriteBatch()
-                    machine.takeWrites(budget: 100, into: &second, mayPing: false, now: start)
+                    machine.takeWrites(budget: 100, into: &second, now: start)
                     #expect(second.pings.isEmpty)
-                    let (pongWaiter, roundTrip) = machine.pong(id: id, at: start + .milliseconds(5))!
+                    let (_, waiter) = machine.pongReceived(Keepalive.payload(tag: .user, id: id), at: start + .milliseconds(5))!
+                    let (pongWaiter, roundTrip) = waiter!
                     pongWaiter.resume(returning: roundTrip)
                 }
                 resumed.append(duration)

@@ -14,7 +14,7 @@ struct MetricsTallyTests {
         #expect(machine.takeSendQueueChange() == 105)
         #expect(machine.takeSendQueueChange() == 0)
         var batch = ConnectionStateMachine.WriteBatch()
-        machine.takeWrites(budget: 1 << 20, into: &batch, mayPing: false, now: .now)
+        machine.takeWrites(budget: 1 << 20, into: &batch, now: .now)
         _ = machine.send(.text("abc"))
         #expect(machine.takeSendQueueChange() == -102)
         _ = machine.transportClosed()

@@ -1,16 +1,15 @@
 import FoundationEssentials
 import Glibc
 
-/// The socket's write side, shared by the loop and the tasks that send: whoever holds the
-/// lock around it (``ClientConnection/directWrites``) is the one writer of the byte stream.
+/// How a task writes its own message to the socket, as part of the ``WriteSide``.
 ///
-/// The loop holds it for the whole of a flush. A task's `send` that finds it free, the
+/// A task's `send` that finds the write side's lock free, the
 /// socket open for direct writes (``descriptor``), nothing queued before its message, and
 /// the message small, encodes and masks the frame into ``scratch`` and writes it to the
 /// socket itself, without blocking and without waking the loop: one thread hop fewer per
-/// round trip on the default executor. What the kernel does not take stays in
-/// ``leftover``, direct writes stop, and the loop is asked to write the rest (and after it
-/// everything else) the usual way.
+/// round trip on the default executor. What the kernel does not take joins the write
+/// side's pending bytes, direct writes stop, and the loop is asked to write the rest (and
+/// after it everything else) the usual way.
 ///
 /// Only a send that comes at least ``burstGap`` after the previous one returned writes
 /// directly: a task that sends again at once (a burst, or a pipeline answering a batch of
@@ -53,21 +52,6 @@ struct DirectWriter {
     /// anyway (shorter than ``FrameWriter/minimumCompressedSize``) are written directly,
     /// so compression and its shared window stay the loop's.
     var largestPayloadNow = DirectWriter.largestPayload
-    /// Bytes a direct write could not send; the loop sends them before anything else.
-    var leftover: [UInt8] = []
-    /// Why a direct write failed, for the loop to end the connection with.
-    var failure: String?
-    /// The messages written to the socket, by the loop and by tasks, that the peer may not
-    /// have acknowledged yet; kept only while ``tracksDelivery`` (TCP, not Unix sockets).
-    var ledger = DeliveryLedger()
-    /// Whether the socket tells how much of the stream the peer acknowledged (TCP).
-    var tracksDelivery = false
-    /// The offset in the outgoing byte stream at which direct writes begin: the loop's
-    /// count when it opened them (``ClientTransport/streamBytes``).
-    var streamBase = 0
-    /// Bytes direct writes handed to the socket since the loop last took the count (the
-    /// loop adds them to its own, ``ClientTransport/streamBytes``, before it writes again).
-    var directBytes = 0
     /// Frames tasks wrote themselves (all or part of), for tests and diagnostics.
     private(set) var framesWritten = 0
     /// Direct writes the socket took only part of (the loop wrote the rest).
@@ -83,7 +67,8 @@ struct DirectWriter {
         case notTaken
         /// The whole frame is on its way.
         case sent
-        /// Part of it went out; the rest is in ``leftover`` and the loop must write it.
+        /// Part of it went out; the rest waits in the write side's pending bytes and the
+        /// loop must write it.
         case partial
         /// The socket (or TLS) failed, for this reason; the connection is lost.
         case failed(String)
@@ -94,8 +79,10 @@ struct DirectWriter {
         descriptor >= 0 && message.byteCount <= largestPayloadNow
     }
 
-    /// Encodes `message` as one masked frame and writes it to the socket without blocking.
-    mutating func write(_ message: WebSocketMessage) -> Outcome {
+    /// Encodes `message` as one masked frame and writes it to the socket without blocking;
+    /// what the socket does not take goes to `pending`. `produced` is how many bytes the
+    /// frame added to the outgoing stream (its TLS records, over TLS).
+    mutating func write(_ message: WebSocketMessage, pending: inout PendingOutput) -> (outcome: Outcome, produced: Int) {
         let payloadLength = message.byteCount
         let frameLength = FrameEncoder.headerLength(payloadLength: payloadLength) + payloadLength
         if scratch.count < frameLength {
@@ -109,41 +96,20 @@ struct DirectWriter {
             let base = buffer.baseAddress!
             _ = message.withPayloadBytes { FrameEncoder.writeFrame(into: base, opcode: message.opcode, payload: $0, key: key) }
         }
-        let outcome: Outcome
-        let produced: Int
         if let tls {
             let encrypted = scratch.withUnsafeBytes { tls.writePlaintext(UnsafeRawBufferPointer(rebasing: $0[..<frameLength])) }
-            guard encrypted else { return fail("TLS refused to encrypt") }
-            (outcome, produced) = sendCiphertext(of: tls, to: descriptor)
-        } else {
-            let sent = scratch.withUnsafeBytes { RawSocket.send(UnsafeRawBufferPointer(rebasing: $0[..<frameLength]), to: descriptor) }
-            (outcome, produced) = (settle(sent, of: scratch, count: frameLength), frameLength)
+            guard encrypted else { return (stop(failing: "TLS refused to encrypt"), 0) }
+            return sendCiphertext(of: tls, to: descriptor, pending: &pending)
         }
-        if case .failed = outcome { return outcome }
-        directBytes += produced
-        if tracksDelivery { recordWritten(message, on: descriptor) }
-        return outcome
-    }
-
-    /// Records `message`, just written whole (what the socket did not take is in
-    /// ``leftover``, still ahead of anything written later), as ending where the stream
-    /// stands now; forgets acknowledged messages once enough have gathered.
-    private mutating func recordWritten(_ message: WebSocketMessage, on descriptor: Int32) {
-        ledger.record(message, endingAt: streamBase + directBytes)
-        forgetAcknowledged(on: descriptor)
-    }
-
-    /// Forgets the messages the peer acknowledged, once enough have gathered in ``ledger``
-    /// to be worth a look at `descriptor`'s count (the loop's records and the tasks' alike).
-    mutating func forgetAcknowledged(on descriptor: Int32) {
-        guard ledger.needsPruning, let acknowledged = RawSocket.acknowledgedByteCount(of: descriptor) else { return }
-        ledger.forget(acknowledged: acknowledged)
+        let sent = scratch.withUnsafeBytes { RawSocket.send(UnsafeRawBufferPointer(rebasing: $0[..<frameLength]), to: descriptor) }
+        return (settle(sent, of: scratch, count: frameLength, pending: &pending), frameLength)
     }
 
     /// Sends everything `tls` holds for the socket, with one `send(2)`: what the frame just
-    /// became, and anything the session wrote on its own before it. What the socket does not
-    /// take goes to ``leftover``.
-    private mutating func sendCiphertext(of tls: TLSSession, to descriptor: Int32) -> (Outcome, produced: Int) {
+    /// became, and anything the session wrote on its own before it.
+    private mutating func sendCiphertext(
+        of tls: TLSSession, to descriptor: Int32, pending: inout PendingOutput
+    ) -> (outcome: Outcome, produced: Int) {
         let count = tls.pendingCiphertextCount
         if cipher.count < count {
             // Grown, never shrunk: at most the largest direct frame's records per connection.
@@ -153,27 +119,28 @@ struct DirectWriter {
             let taken = tls.takeCiphertext(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]))
             return (taken, RawSocket.send(UnsafeRawBufferPointer(rebasing: buffer[..<taken]), to: descriptor))
         }
-        return (settle(outcome, of: cipher, count: taken), taken)
+        return (settle(outcome, of: cipher, count: taken, pending: &pending), taken)
     }
 
     /// What sending the first `count` bytes of `bytes` came to: on a partial write the rest
-    /// goes to ``leftover`` and direct writes stop until the loop has sent it.
-    private mutating func settle(_ outcome: RawSocket.SendOutcome, of bytes: [UInt8], count: Int) -> Outcome {
+    /// goes to `pending` and direct writes stop until the loop has sent it.
+    private mutating func settle(
+        _ outcome: RawSocket.SendOutcome, of bytes: [UInt8], count: Int, pending: inout PendingOutput
+    ) -> Outcome {
         switch outcome {
         case .sent:
             return .sent
         case .partial(let written):
-            leftover.append(contentsOf: bytes[written..<count])
+            bytes.withUnsafeBytes { pending.append(UnsafeRawBufferPointer(rebasing: $0[written..<count])) }
             partialWrites += 1
             descriptor = -1
             return .partial
         case .failed(let code):
-            return fail(SocketConnector.describe(code))
+            return stop(failing: SocketConnector.describe(code))
         }
     }
 
-    private mutating func fail(_ reason: String) -> Outcome {
-        failure = reason
+    private mutating func stop(failing reason: String) -> Outcome {
         descriptor = -1
         return .failed(reason)
     }

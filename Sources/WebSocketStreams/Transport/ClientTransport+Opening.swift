@@ -1,0 +1,208 @@
+import SynchronizationSupport
+import FoundationEssentials
+import Logging
+
+extension ClientTransport {
+    /// Starts the connect (from ``ClientLoop/open(_:)``): this side opens the socket and
+    /// starts connecting it (``SocketConnector``), then lws adopts it.
+    func connect(_ connection: ClientConnection, vhost: OpaquePointer, loop: ClientLoop) {
+        assertOnLoop(connection)
+        if connection.machine.withLock({ $0.isAbandoningConnect }) {
+            opening.step = .ended
+            loop.forget(connection)
+            return
+        }
+        opening.step = .connecting
+        let started: SocketConnector.Started
+        do {
+            started = try SocketConnector.start(target.endpoint)
+        } catch {
+            end(connection, connectError: proxied(error))
+            loop.forget(connection)
+            return
+        }
+        guard let adopted = RawSocket.adopt(
+            descriptor: started.descriptor, vhost: vhost, protocolName: ClientLoop.protocolName,
+            opaque: Unmanaged.passUnretained(connection).toOpaque())
+        else {
+            // lws closed the descriptor; no WSI_DESTROY comes for a wsi that was never returned.
+            end(connection, connectError: .connectionFailed("libwebsockets could not take the socket for \(target.description)"))
+            loop.forget(connection)
+            return
+        }
+        socket = adopted
+        armTimer(connection)
+        if started.inProgress {
+            // Writable once the connect finished, either way; reading waits until it succeeded.
+            adopted.setReading(false)
+            writableRequested = true
+            adopted.requestWritable()
+        } else {
+            connected(connection, loop: loop)
+        }
+    }
+
+    /// A connect that was in progress has finished (the socket became writable).
+    func connectFinished(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let socket else { return }
+        if let error = connectFailure() {
+            end(connection, connectError: error)
+            dropRequested = true
+            return
+        }
+        socket.setReading(true)
+        connected(connection, loop: loop)
+    }
+
+    /// Why a connect in progress failed, from the socket's own error (which only a read
+    /// would have cleared); `nil` when it has none.
+    func connectFailure() -> WebSocketError? {
+        socket?.pendingError().map { proxied(.connectionFailed("\($0) (\(target.description))")) }
+    }
+
+    /// `error` for a failed connect, saying that the address was the proxy's.
+    private func proxied(_ error: WebSocketError) -> WebSocketError {
+        guard target.proxy != nil, error.code == .connectionFailed, let reason = error.reason else { return error }
+        return .connectionFailed("could not reach the proxy: \(reason)")
+    }
+
+    /// TCP is up: tunnel, secure, or upgrade.
+    private func connected(_ connection: ClientConnection, loop: ClientLoop) {
+        guard case .connecting = opening.step else { return }
+        guard let proxy = target.proxy else {
+            startTLSOrUpgrade(connection, loop: loop)
+            return
+        }
+        switch proxy.kind {
+        case .httpConnect:
+            opening.step = .tunnelling(HTTPResponseParser())
+            send(proxy.connectRequest(to: url), connection: connection, loop: loop)
+        case .socks5:
+            let handshake = SOCKS5Handshake(
+                destination: target.socksDestination ?? .hostName(url.host), port: url.port,
+                credentials: proxy.credentials, proxyName: proxy.summary)
+            opening.step = .negotiatingSOCKS(handshake)
+            send(handshake.greeting, connection: connection, loop: loop)
+        }
+    }
+
+    func startTLSOrUpgrade(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let tlsContext = target.tlsContext else {
+            sendUpgradeRequest(connection, loop: loop)
+            return
+        }
+        do {
+            tls = try TLSSession(
+                context: tlsContext, host: url.host, verifyHost: !configuration.tls.allowUntrustedCertificates,
+                resuming: tlsContext.ticket(forServer: tlsServerKey))
+        } catch {
+            failHandshake(connection, error)
+            return
+        }
+        opening.step = .securing
+        continueTLSHandshake(connection, loop: loop)
+    }
+
+    /// The key session tickets are kept under.
+    var tlsServerKey: String { url.unixSocketPath.map { "unix:\($0)" } ?? "\(url.host):\(url.port)" }
+
+    /// Runs the TLS handshake as far as the bytes received allow.
+    func continueTLSHandshake(_ connection: ClientConnection, loop: ClientLoop) {
+        guard let tls else { return }
+        switch tls.continueHandshake() {
+        case .wantsMoreInput:
+            flushCiphertext(connection, loop: loop)
+        case .failed(let error):
+            flushCiphertext(connection, loop: loop)
+            failHandshake(connection, error)
+        case .done:
+            connection.logger.trace("TLS established with \(url.hostHeader)\(tls.isResumed ? " (resumed session)" : "")")
+            sendUpgradeRequest(connection, loop: loop)
+            pumpTLS(connection, loop: loop)
+        }
+    }
+
+    func sendUpgradeRequest(_ connection: ClientConnection, loop: ClientLoop) {
+        opening.step = .upgrading(HTTPResponseParser())
+        connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
+        reportHandshakeRequest()
+        send(opening.requestBytes, connection: connection, loop: loop)
+        opening.requestBytes = []
+    }
+
+    /// Fails the handshake with `error` and drops the socket.
+    func failHandshake(_ connection: ClientConnection, _ error: WebSocketError) {
+        opening.error = error
+        end(connection, connectError: error)
+        requestDrop()
+    }
+
+    /// Fails a connection that never reached lws (loop gone).
+    func failBeforeConnect(_ connection: ClientConnection, _ error: WebSocketError) {
+        end(connection, connectError: error)
+    }
+
+    /// The handshake succeeded: the protocol runs from here.
+    func opened(_ connection: ClientConnection, negotiated: NegotiatedHandshake, loop: ClientLoop) {
+        var inflater: MessageInflater?
+        var frames = FrameWriter()
+        if let extensions = negotiated.extensions {
+            do {
+                let parameters = try DeflateParameters(negotiating: extensions)
+                inflater = MessageInflater(parameters: parameters)
+                if MessageDeflater.canCompress(with: parameters) {
+                    frames = FrameWriter(deflater: try? MessageDeflater(parameters: parameters))
+                }
+            } catch {
+                failHandshake(connection, .connectionFailed("the server's permessage-deflate answer is invalid: \(error)"))
+                return
+            }
+        }
+        opening.step = .open
+        let tracksDelivery = socket.map { RawSocket.acknowledgedByteCount(of: $0.descriptor) != nil } ?? false
+        connection.writeSide.start(with: frames, tracksDelivery: tracksDelivery)
+        connection.recordOpened()  // metrics hook
+        if let tls, let tlsContext = target.tlsContext {
+            // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
+            if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
+        }
+        reader.assembler = MessageAssembler(maxMessageSize: configuration.maxMessageSize, inflater: inflater)
+        let (waiter, abandoned, error) = connection.machine.withLock {
+            $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
+                           responseHeaders: negotiated.headers, tlsSessionResumed: tls?.isResumed ?? false, now: .now)
+        }
+        if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
+        armTimer(connection)
+        // `connect` was cancelled (or the loop is closing) as the handshake finished: close
+        // the orphan properly.
+        if abandoned { connection.wake() }
+    }
+
+    /// A handshake that ran past `connectTimeout`: the limit, the setting, and the step it
+    /// was waiting on.
+    var handshakeTimedOut: WebSocketError {
+        let step = switch opening.step {
+        case .idle, .connecting: "for the TCP connection to \(target.description)"
+        case .tunnelling: "for the proxy's answer to CONNECT (\(target.description))"
+        case .negotiatingSOCKS: "for the SOCKS5 proxy (\(target.description))"
+        case .securing: "in the TLS handshake with \(url.hostHeader)"
+        case .upgrading: "for the server's answer to the upgrade request (\(url.hostHeader)\(url.pathAndQuery))"
+        case .rejected, .open, .ended: "in the opening handshake with \(url.hostHeader)"
+        }
+        return WebSocketError(code: .timedOut, reason: "after \(configuration.connectTimeout) (connectTimeout) waiting \(step)")
+    }
+
+    /// What a handshake that ended without a clearer reason reports.
+    var defaultConnectError: WebSocketError {
+        switch opening.step {
+        case .idle, .connecting: .connectionFailed("could not connect to \(target.description)")
+        case .tunnelling: .connectionFailed("the proxy closed the connection before answering CONNECT")
+        case .negotiatingSOCKS: .connectionFailed("the SOCKS5 proxy closed the connection before the tunnel opened")
+        case .securing: .tlsFailure("the connection closed during the TLS handshake with \(url.hostHeader)")
+        case .upgrading where tls == nil:
+            .connectionFailed(
+                "the connection closed during the opening handshake (\(url.hostHeader)); if the server speaks TLS, use wss://")
+        default: .connectionFailed("the connection closed during the opening handshake (\(url.hostHeader))")
+        }
+    }
+}
