@@ -84,6 +84,11 @@ extension ConnectionStateMachine {
             keepalive?.pingSent(tag: .user, id: ping.id, payload: ping.payload, at: now)
             batch.pings.append((ping.id, ping.payload))
         }
+        if case .closing(let closing) = state, let local = closing.local, local.progress != .queued {
+            // This side's close frame is with the writer: no message may follow it
+            // (RFC 6455 5.5.1); what is still queued is reported unsent at the end.
+            return
+        }
         outbound.take(budget: budget, into: &batch.messages, admitted: &batch.admitted)
         guard outbound.isEmpty, case .closing(var closing) = state, var local = closing.local, local.progress == .queued
         else { return }
