@@ -39,9 +39,19 @@ let package = Package(
             swiftSettings: sharedSwiftSettings
         ),
         .target(
+            name: "LibWebSocketsLoop",
+            dependencies: [
+                "CLibWebSockets",
+                "SynchronizationSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .target(
             name: "WebSocketStreams",
             dependencies: [
                 "CLibWebSockets",
+                "LibWebSocketsLoop",
                 "SynchronizationSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -85,6 +95,7 @@ let package = Package(
             name: "WebSocketTestServer",
             dependencies: [
                 "CLibWebSockets",
+                "LibWebSocketsLoop",
                 "SynchronizationSupport",
                 "WebSocketStreams",
                 .product(name: "Logging", package: "swift-log"),
@@ -150,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: [
-                "WebSocketStreams", "WebSocketTestServer", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
+                "WebSocketStreams", "WebSocketTestServer", "LibWebSocketsLoop", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -158,7 +169,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WSDumpTests",
-            dependencies: ["wsdump", "WebSocketStreams", "WebSocketTestServer", "SynchronizationSupport"],
+            dependencies: ["wsdump", "WebSocketStreams", "WebSocketTestServer", "LibWebSocketsLoop", "SynchronizationSupport"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(

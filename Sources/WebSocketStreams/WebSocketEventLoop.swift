@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import Logging
 import Synchronization
 import SynchronizationSupport
@@ -23,19 +24,19 @@ public final class WebSocketEventLoop: Sendable {
     /// The process-wide loop used when no loop is given. Its thread starts on first use.
     public static let shared = WebSocketEventLoop(name: "ws-shared-loop")
 
-    let serviceThread: ServiceThread
-    let clientLoop: ClientLoop
+    let thread: EventLoopThread
+    let connections: LoopConnections
     private let shuttingDown = AnnotatedMutex(false)
 
     /// Creates a loop. Its thread and lws context are created on the first connection.
     ///
     /// - Parameters:
-    ///   - name: The service thread's name (visible in debuggers and `top -H`).
+    ///   - name: The loop thread's name (visible in debuggers and `top -H`).
     ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
     ///   `nil` (the default) drops them.
     public init(name: String = "ws-loop", logger: Logger? = nil) {
-        clientLoop = ClientLoop(logger: logger ?? .silent)
-        serviceThread = ServiceThread(name: name, delegate: clientLoop)
+        connections = LoopConnections(logger: logger ?? .silent)
+        thread = EventLoopThread(name: name, delegate: connections)
     }
 
     /// Starts the thread if needed; throws once the loop has been shut down.
@@ -43,7 +44,11 @@ public final class WebSocketEventLoop: Sendable {
         if shuttingDown.withLock({ $0 }) {
             throw WebSocketError.connectionFailed("the event loop has been shut down")
         }
-        try await serviceThread.start()
+        do {
+            try await thread.start()
+        } catch let failure as EventLoopThread.StartFailure {
+            throw WebSocketError.connectionFailed(failure.reason)
+        }
     }
 
     /// Closes every connection of this loop with 1001 (going away), waits for their close
@@ -54,16 +59,16 @@ public final class WebSocketEventLoop: Sendable {
             defer { flag = true }
             return !flag
         }
-        if first, serviceThread.isAcceptingWork {
+        if first, thread.isAcceptingWork {
             let allClosed = ResumeOnceSignal()
-            let posted = serviceThread.post(LoopClosure { [clientLoop] in
-                clientLoop.closeAll { allClosed.signal() }
+            let posted = thread.post(LoopClosure { [connections] in
+                connections.closeAll { allClosed.signal() }
             })
             if posted {
                 await allClosed.wait(atMost: gracePeriod)
             }
         }
-        await serviceThread.shutdown()
+        await thread.shutdown()
     }
 }
 
@@ -86,14 +91,14 @@ public final class WebSocketEventLoop: Sendable {
 /// computation, no semaphores), or every connection of the loop waits. Hand heavy work
 /// to another task. Once the loop has shut down, its jobs run on the global executor.
 extension WebSocketEventLoop: TaskExecutor {
-    /// Queues `job` to run on the loop's service thread.
+    /// Queues `job` to run on the loop's loop thread.
     public func enqueue(_ job: consuming ExecutorJob) {
-        serviceThread.enqueue(job)
+        thread.enqueue(job)
     }
 
-    /// The loop's identity as a task executor (its service thread's).
+    /// The loop's identity as a task executor (its loop thread's).
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        serviceThread.asUnownedTaskExecutor()
+        thread.asUnownedTaskExecutor()
     }
 }
 
@@ -101,27 +106,13 @@ extension WebSocketEventLoop {
     /// How many connections the loop still owns (not yet destroyed by libwebsockets);
     /// for leak checks in tests.
     func liveConnectionCount() async -> Int {
-        guard serviceThread.isAcceptingWork else { return 0 }
+        guard thread.isAcceptingWork else { return 0 }
         return await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-            let posted = serviceThread.post(LoopClosure { [clientLoop] in
-                continuation.resume(returning: clientLoop.liveConnectionCount)
+            let posted = thread.post(LoopClosure { [connections] in
+                continuation.resume(returning: connections.liveConnectionCount)
             })
             if !posted { continuation.resume(returning: 0) }
         }
-    }
-}
-
-/// A closure posted to a service thread, for rare operations (the hot paths post the
-/// connection itself, which allocates nothing).
-package final class LoopClosure: ServiceThreadWork {
-    private let body: @Sendable () -> Void
-
-    package init(_ body: @escaping @Sendable () -> Void) {
-        self.body = body
-    }
-
-    package func runOnServiceThread() {
-        body()
     }
 }
 

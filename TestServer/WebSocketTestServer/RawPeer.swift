@@ -6,7 +6,7 @@ import Glibc
 /// `/hostile/` routes, which send what no well-behaved server would. What the route does
 /// is ``RawRouteMachine``'s; this carries its actions out with lws's raw socket calls.
 ///
-/// Only the server's service thread touches it.
+/// Only the server's loop thread touches it.
 final class RawPeer {
     let id: Int
     let recorder: ServerRecorder

@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import CLibWebSockets
 import Glibc
 import SynchronizationSupport

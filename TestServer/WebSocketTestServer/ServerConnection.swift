@@ -4,7 +4,7 @@ import Glibc
 
 /// One WebSocket connection of the test server, served by its route.
 ///
-/// Only the server's service thread touches it (every method is called from an lws
+/// Only the server's loop thread touches it (every method is called from an lws
 /// callback), so it needs no lock; what tests read goes through ``ServerRecorder``.
 final class ServerConnection {
     /// A frame waiting to be written: `LWS_PRE` bytes of headroom, then the payload.
@@ -65,7 +65,7 @@ final class ServerConnection {
     }
 
     /// The largest piece written at once. With compression, 32 KiB keeps lws out of its
-    /// "draining" state (see `ClientLoop.compressedFragmentSize` in WebSocketStreams), in
+    /// "draining" state (see `LoopConnections.compressedFragmentSize` in WebSocketStreams), in
     /// which it would keep reading our buffer after `lws_write` returned.
     private var pieceLimit: Int { compressed ? 32 * 1024 : Int.max }
 

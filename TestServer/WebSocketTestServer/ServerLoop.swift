@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import CLibWebSockets
 import Glibc
 import Logging
@@ -6,10 +7,10 @@ import WebSocketStreams
 /// The service-thread side of a ``TestServer``: creates the listening context, answers
 /// the upgrade for each route, and runs each connection's behaviour.
 ///
-/// Only the server's service thread uses it after ``makeContext(contextUser:)`` (every
+/// Only the server's loop thread uses it after ``makeContext(contextUser:)`` (every
 /// other method is an lws callback or posted work), so its mutable state needs no lock.
-// @unchecked: confined to the server's service thread; see above.
-final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
+// @unchecked: confined to the server's loop thread; see above.
+final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     struct Settings: Sendable {
         var host: String
         var port: Int
@@ -40,7 +41,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         table.initialize(repeating: lws_protocols(), count: names.count + 1)
         for (index, name) in names.enumerated() {
             table[index].name = LWSStatics.immortalCString(name)
-            table[index].callback = serviceThreadCallback
+            table[index].callback = eventLoopThreadCallback
             table[index].rx_buffer_size = receiveBufferSize
             // lws's default send limit (the receive buffer size) would make big frames partial.
             table[index].tx_packet_size = 256 * 1024
@@ -60,14 +61,14 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     /// Sockets taken from lws, waiting to be adopted back as raw sockets on the next pass.
     private var pendingAdoptions: [(peer: RawPeer, descriptor: Int32)] = []
     /// The thread that services this loop; set right after both are created.
-    weak var serviceThread: ServiceThread?
+    weak var thread: EventLoopThread?
     let pushBuffer: UnsafeMutableRawPointer
     /// The listen address as C text: lws keeps the pointer in the vhost, so it must live
     /// as long as the context, not just through `makeContext`.
     private let interface: UnsafeMutablePointer<CChar>
     /// The Unix socket's path as C text, kept for the same reason.
     private let unixInterface: UnsafeMutablePointer<CChar>?
-    /// Whether the Unix domain socket listener was created (service thread, before `start` returns).
+    /// Whether the Unix domain socket listener was created (loop thread, before `start` returns).
     private(set) var listensOnUnixSocket = false
 
     init(settings: Settings, recorder: ServerRecorder) {
@@ -84,7 +85,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         pushBuffer.deallocate()
     }
 
-    // MARK: - ServiceThreadDelegate
+    // MARK: - EventLoopThreadDelegate
 
     func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
         var info = lws_context_creation_info()
@@ -92,13 +93,13 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         // Raw routes (e.g. /frame-echo) read this much per pass, as the client does.
         info.pt_serv_buf_size = 256 * 1024
         info.protocols = UnsafePointer(Self.protocols)
-        info.extensions = settings.compression ? UnsafePointer(LWSStatics.deflateExtensions) : nil
+        info.extensions = settings.compression ? UnsafePointer(ServerTables.deflateExtensions) : nil
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
         info.user = contextUser
         info.gid = -1
         info.uid = -1
         info.timeout_secs = 30
-        let vhostName = LWSStatics.serverVhostName
+        let vhostName = ServerTables.vhostName
         info.vhost_name = vhostName
         info.iface = UnsafePointer(interface)
         let created: (context: OpaquePointer, vhost: OpaquePointer)? =
@@ -114,7 +115,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
                         unixInfo.port = 0
                         unixInfo.options |= UInt64(LWS_SERVER_OPTION_UNIX_SOCK)
                         unixInfo.iface = UnsafePointer(unixInterface)
-                        unixInfo.vhost_name = LWSStatics.serverUnixVhostName
+                        unixInfo.vhost_name = ServerTables.unixVhostName
                         listensOnUnixSocket = lws_create_vhost(made.context, &unixInfo) != nil
                     }
                     return made
@@ -167,7 +168,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
     }
 
     func log(level: Int32, line: String) {
-        settings.logger.log(level: ServiceThreadLogging.logLevel(forLWSLevel: level), "\(line)")
+        settings.logger.log(level: LWSLogging.logLevel(forLWSLevel: level), "\(line)")
     }
 
     func willDestroyContext(_ context: OpaquePointer) {
@@ -308,7 +309,7 @@ final class ServerLoop: ServiceThreadDelegate, @unchecked Sendable {
         let peer = RawPeer(id: id, route: route, key: key, recorder: recorder)
         // Adopt on the next loop pass, after lws has let go of its wsi.
         pendingAdoptions.append((peer, stolen))
-        serviceThread?.post(LoopClosure { [self] in adoptPending() })
+        thread?.post(LoopClosure { [self] in adoptPending() })
         return -1
     }
 

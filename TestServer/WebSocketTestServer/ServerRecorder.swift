@@ -1,6 +1,6 @@
 import SynchronizationSupport
 
-/// The server's record of connections, shared by the service thread (which writes)
+/// The server's record of connections, shared by the loop thread (which writes)
 /// and tests (which read and wait). Waiters' conditions are evaluated and waiters resumed
 /// outside the lock, so a condition may read anything, the server's snapshot included.
 final class ServerRecorder: Sendable {

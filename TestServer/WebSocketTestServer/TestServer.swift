@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import Glibc
 import Logging
 import WebSocketStreams
@@ -75,20 +76,20 @@ public final class TestServer: Sendable {
     /// `/frame-echo`, `/slow`, ...) and the `/tls/` routes over `wss://`, running TLS itself
     /// with the same certificate; `nil` without TLS. ``url(path:)`` uses it for those routes.
     public var rawTLSPort: Int? { rawTLSListener?.port }
-    private let serviceThread: ServiceThread
+    private let thread: EventLoopThread
     private let loop: ServerLoop
     private let recorder: ServerRecorder
     private let rawTLSListener: RawTLSListener?
 
     private init(
-        host: String, port: Int, unixSocketPath: String?, certificates: TestCertificates?, serviceThread: ServiceThread,
+        host: String, port: Int, unixSocketPath: String?, certificates: TestCertificates?, thread: EventLoopThread,
         loop: ServerLoop, recorder: ServerRecorder, rawTLSListener: RawTLSListener?
     ) {
         self.host = host
         self.port = port
         self.unixSocketPath = unixSocketPath
         self.certificates = certificates
-        self.serviceThread = serviceThread
+        self.thread = thread
         self.loop = loop
         self.recorder = recorder
         self.rawTLSListener = rawTLSListener
@@ -118,15 +119,15 @@ public final class TestServer: Sendable {
                             logger: logger ?? Logger(label: "TestServer", factory: { _ in SwiftLogNoOpLogHandler() }),
                             unixSocketPath: unixSocketPath),
             recorder: recorder)
-        let thread = ServiceThread(name: "test-server", delegate: loop)
-        loop.serviceThread = thread
+        let thread = EventLoopThread(name: "test-server", delegate: loop)
+        loop.thread = thread
         do {
             try await thread.start()
         } catch {
             certificates?.remove()
             throw TestServerError.couldNotListen("\(host):\(port) (is the port in use?)")
         }
-        // Written on the service thread before `start` returned.
+        // Written on the loop thread before `start` returned.
         let bound = loop.boundPort
         guard bound > 0 else {
             await thread.shutdown()
@@ -147,7 +148,7 @@ public final class TestServer: Sendable {
             throw error
         }
         return TestServer(
-            host: host, port: bound, unixSocketPath: unixSocketPath, certificates: certificates, serviceThread: thread, loop: loop, recorder: recorder,
+            host: host, port: bound, unixSocketPath: unixSocketPath, certificates: certificates, thread: thread, loop: loop, recorder: recorder,
             rawTLSListener: rawTLSListener)
     }
 
@@ -227,12 +228,12 @@ public final class TestServer: Sendable {
     /// (at most 2 s later). (Not those of the raw TLS listener.)
     @discardableResult
     public func disconnectAll() async -> Int {
-        let dropped = await onServiceThread { [loop] in loop.disconnectAll() } ?? []
+        let dropped = await onLoopThread { [loop] in loop.disconnectAll() } ?? []
         // Returns once their sockets are closed, so bytes a client sends after this meet a
         // closed socket (reset, never acknowledged), not one still open but no longer read.
         let deadline = ContinuousClock.now + .seconds(2)
         while !dropped.isEmpty, ContinuousClock.now < deadline,
-              await onServiceThread({ [loop] in loop.holdsAny(of: dropped) }) == true {
+              await onLoopThread({ [loop] in loop.holdsAny(of: dropped) }) == true {
             try? await Task.sleep(for: .milliseconds(1))
         }
         return dropped.count
@@ -244,7 +245,7 @@ public final class TestServer: Sendable {
     /// listener.)
     @discardableResult
     public func goAway(code: WebSocketCloseCode = .goingAway, timeout: Duration = .seconds(2)) async -> Int {
-        let closed = await onServiceThread { [loop] in loop.goAwayAll(code: UInt32(code.rawValue)) } ?? 0
+        let closed = await onLoopThread { [loop] in loop.goAwayAll(code: UInt32(code.rawValue)) } ?? 0
         let deadline = ContinuousClock.now + timeout
         while !snapshot.openConnections.isEmpty, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
@@ -256,13 +257,13 @@ public final class TestServer: Sendable {
     /// `duration`, as a server that is down would. Connections already open stay open.
     /// (The raw TLS listener keeps accepting.)
     public func refuseConnections(for duration: Duration) async {
-        _ = await onServiceThread { [loop] in loop.refuseConnections(for: duration) }
+        _ = await onLoopThread { [loop] in loop.refuseConnections(for: duration) }
     }
 
     /// Runs `body` on the server's thread; `nil` once the server has stopped.
-    private func onServiceThread<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value? {
+    private func onLoopThread<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
-            let posted = serviceThread.post(LoopClosure { continuation.resume(returning: body()) })
+            let posted = thread.post(LoopClosure { continuation.resume(returning: body()) })
             if !posted { continuation.resume(returning: nil) }
         }
     }
@@ -270,7 +271,7 @@ public final class TestServer: Sendable {
     /// Stops listening, drops every connection and frees the server's threads and files.
     public func stop() async {
         await rawTLSListener?.stop()
-        await serviceThread.shutdown()
+        await thread.shutdown()
         certificates?.remove()
         if let unixSocketPath { unlink(unixSocketPath) }
     }

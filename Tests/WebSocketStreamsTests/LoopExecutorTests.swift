@@ -18,8 +18,8 @@ private func currentThreadName() -> String {
 
 @Suite("A WebSocketEventLoop as the task executor of the code using its connections")
 struct LoopExecutorTests {
-    @Test("a task preferring the loop runs on its service thread, and echoes flow")
-    func taskRunsOnServiceThread() async throws {
+    @Test("a task preferring the loop runs on its loop thread, and echoes flow")
+    func taskRunsOnLoopThread() async throws {
         try await withTestServer { server in
             let loop = WebSocketEventLoop(name: "exec-echo")
             let names = try await withTaskExecutorPreference(loop) {

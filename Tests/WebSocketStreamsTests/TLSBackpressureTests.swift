@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Testing
+@testable import LibWebSocketsLoop
 @testable import WebSocketStreams
 import WebSocketTestServer
 
@@ -45,7 +46,7 @@ struct TLSBackpressureTests {
             #expect(connection.inboundPeakBytes <= configuration.maxBufferedBytes + 128)
         }
         await loop.shutdown(gracePeriod: .zero)
-        #expect(loop.serviceThread.spinningPasses == 0, "the loop spun: passes without progress, back to back")
+        #expect(loop.thread.spinningPasses == 0, "the loop spun: passes without progress, back to back")
     }
 
     @Test("a slow consumer makes reading over wss:// pause and resume many times; nothing is lost or repeated")
@@ -66,7 +67,7 @@ struct TLSBackpressureTests {
             #expect(connection.inboundPeakBytes <= 17 * 128)
         }
         await loop.shutdown(gracePeriod: .zero)
-        #expect(loop.serviceThread.spinningPasses == 0, "the loop spun: passes without progress, back to back")
+        #expect(loop.thread.spinningPasses == 0, "the loop spun: passes without progress, back to back")
     }
 
     @Test("while reading is paused, the loop's thread sleeps (wss:// and ws://)", arguments: [true, false])
@@ -102,7 +103,7 @@ struct TLSBackpressureTests {
             await connection.close(code: .goingAway)
         }
         await loop.shutdown(gracePeriod: .zero)
-        #expect(loop.serviceThread.spinningPasses == 0, "the loop spun: passes without progress, back to back")
+        #expect(loop.thread.spinningPasses == 0, "the loop spun: passes without progress, back to back")
     }
 }
 

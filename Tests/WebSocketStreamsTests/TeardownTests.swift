@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Testing
+@testable import LibWebSocketsLoop
 @testable import WebSocketStreams
 import WebSocketTestServer
 
@@ -63,13 +64,13 @@ struct TeardownTests {
                 let (onLoop, replies) = try await WebSocket.withConnection(
                     to: server.url(path: "/echo"), eventLoop: loop, runningOn: executor
                 ) { connection in
-                    var onLoop = loop.serviceThread.isCurrent
+                    var onLoop = loop.thread.isCurrent
                     var replies: [WebSocketMessage] = []
                     var messages = connection.messages.makeAsyncIterator()
                     for index in 0..<3 {
                         try await connection.send(.text("\(index)"))
                         if let reply = await messages.next() { replies.append(reply) }
-                        onLoop = onLoop && loop.serviceThread.isCurrent
+                        onLoop = onLoop && loop.thread.isCurrent
                     }
                     return (onLoop, replies)
                 }

@@ -1,13 +1,13 @@
 import SynchronizationSupport
 
 extension ClientConnection {
-    /// The transport reached the open phase (service thread): counts the connection as
+    /// The transport reached the open phase (loop thread): counts the connection as
     /// opened and records how long the handshake took. A hook in ``ClientTransport``.
     func recordOpened() {
         metrics?.opened(at: .now)
     }
 
-    /// The transport ended (service thread, after the state machine closed): a connection
+    /// The transport ended (loop thread, after the state machine closed): a connection
     /// that had opened is counted as closed with its code, and its share of the send-queue
     /// meter goes back to zero. A hook in ``ClientTransport``.
     func recordEnded(wasOpen: Bool) {

@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import DequeModule
 import Logging
 import Synchronization
@@ -6,14 +7,14 @@ import SynchronizationSupport
 /// The internal core of one client connection.
 ///
 /// It holds the ``ConnectionStateMachine`` behind one lock, shared by the user's tasks
-/// and the service thread, and the ``ClientTransport`` that only the service thread
+/// and the loop thread, and the ``ClientTransport`` that only the loop thread
 /// touches. User operations take the lock, get an action back, release the lock and
 /// then resume continuations or wake the loop: nothing is resumed, awaited or called
 /// out to while the lock is held.
 ///
 /// The core posts *itself* to the loop when it needs service, so the hot paths
 /// (send, consume) allocate nothing to cross threads, and a burst of sends costs one wake-up.
-final class ClientConnection: ServiceThreadWork {
+final class ClientConnection: LoopWork {
     let url: WebSocketURL
     /// The configuration, shared with the transport.
     private let sharedConfiguration: SharedConfiguration
@@ -36,7 +37,7 @@ final class ClientConnection: ServiceThreadWork {
     let directWritesMissed = Atomic<Int>(0)
     private let eventLoop: WebSocketEventLoop
     private let waiterIDs = Atomic<UInt64>(0)
-    /// Payload bytes handed to lws so far (written by the service thread, read by anyone).
+    /// Payload bytes handed to lws so far (written by the loop thread, read by anyone).
     let bytesWritten = Atomic<Int>(0)
     /// The connection's metric handles; `nil` when no metrics backend is there.
     let metrics: ConnectionMetrics?
@@ -52,35 +53,35 @@ final class ClientConnection: ServiceThreadWork {
         self.logger = configuration.logger
         self.eventLoop = eventLoop
         machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline))
-        writeSide = WriteSide(loop: eventLoop.serviceThread)
+        writeSide = WriteSide(loop: eventLoop.thread)
         transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target)
     }
 
     /// The thread of the loop this connection runs on.
-    var loopThread: ServiceThread { eventLoop.serviceThread }
+    var loopThread: EventLoopThread { eventLoop.thread }
 
     // MARK: - Loop entry
 
-    func runOnServiceThread() {
+    func runOnLoop() {
         transport.isServicing = true
         defer { transport.isServicing = false }
         let (requests, sendQueueChange) = machine.withLock { machine in
             (machine.takeRequests(now: .now), metrics == nil ? 0 : machine.takeSendQueueChange())
         }
         if sendQueueChange != 0 { metrics?.sendQueueChanged(by: sendQueueChange) }
-        transport.service(self, requests: requests, loop: eventLoop.clientLoop)
+        transport.service(self, requests: requests, loop: eventLoop.connections)
     }
 
-    /// Asks the service thread to look at this connection: at once when the caller is a
+    /// Asks the loop thread to look at this connection: at once when the caller is a
     /// task running on that thread (between lws passes, so lws may be called), else by
     /// posting to it. A wake-up from inside this connection's own service (a user callback
     /// run while it writes, a cancellation handler that callback set off) is posted too:
     /// the service in progress holds the write side, and must finish first.
     func wake() {
-        let thread = eventLoop.serviceThread
-        // `isServicing` is read on the service thread only (`isRunningJobsHere` proved it).
+        let thread = eventLoop.thread
+        // `isServicing` is read on the loop thread only (`isRunningJobsHere` proved it).
         if thread.isRunningJobsHere, !transport.isServicing {
-            runOnServiceThread()
+            runOnLoop()
         } else {
             thread.post(self)
         }
@@ -96,8 +97,8 @@ final class ClientConnection: ServiceThreadWork {
                 case .resume(let waiter, let error):
                     if let error { waiter.resume(throwing: error) } else { waiter.resume() }
                 case .wait:
-                    let loop = eventLoop.clientLoop
-                    let posted = eventLoop.serviceThread.post(LoopClosure { [self] in loop.open(self) })
+                    let loop = eventLoop.connections
+                    let posted = eventLoop.thread.post(LoopClosure { [self] in loop.open(self) })
                     if !posted {
                         let finale = machine.withLock { $0.connectFailed(.connectionFailed("the event loop has been shut down")) }
                         finale?.run()

@@ -5,7 +5,7 @@ import DequeModule
 ///
 /// `send` returns as soon as its message is accepted here. While at least
 /// `highWatermark` bytes wait, further senders are parked (their messages not yet
-/// accepted) and are let in, in order, once the service thread has taken the queue
+/// accepted) and are let in, in order, once the loop thread has taken the queue
 /// below `highWatermark / 2`.
 struct OutboundQueue {
     typealias Sender = UnsafeContinuation<Void, any Error>
@@ -78,7 +78,7 @@ struct OutboundQueue {
         cancelledBeforeParking.remove(id)
     }
 
-    /// Takes messages for the service thread to write, up to about `budget` bytes (always
+    /// Takes messages for the loop thread to write, up to about `budget` bytes (always
     /// at least one), and lets in parked senders if the queue fell below the low watermark.
     mutating func take(budget: Int, into batch: inout [WebSocketMessage], admitted: inout [Sender]) {
         var taken = 0

@@ -1,12 +1,13 @@
+import LibWebSocketsLoop
 import CLibWebSockets
 import Glibc
 import Synchronization
 import SynchronizationSupport
 
-/// Resolves host names off the service thread.
+/// Resolves host names off the loop thread.
 ///
 /// libwebsockets 4.1 (as built by Debian) resolves with a blocking `getaddrinfo` on its
-/// service thread, which would stall every connection of the loop behind one slow DNS
+/// loop thread, which would stall every connection of the loop behind one slow DNS
 /// server. Connections therefore resolve first, on a short-lived thread of their own
 /// (not a Dispatch or cooperative worker, which a slow lookup would tie up), and hand lws
 /// a numeric address (the name still goes to lws for `Host`, SNI and certificate checks).

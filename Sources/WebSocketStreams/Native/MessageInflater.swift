@@ -18,7 +18,7 @@ import CLibWebSockets
 ///
 /// After ``InflateOutcome/tooLarge`` or ``InflateOutcome/corrupt(_:)`` the inflater refuses
 /// all further input (the connection fails anyway).
-// Confined to the connection's service thread.
+// Confined to the connection's loop thread.
 final class MessageInflater {
     /// What became of the input given to the inflater.
     enum InflateOutcome: Sendable, Hashable {

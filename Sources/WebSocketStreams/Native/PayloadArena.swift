@@ -24,7 +24,7 @@ import Darwin
 /// assembler reads a large chunk (a burst: ``worthwhileChunk``), and the block is retired
 /// at the end of every chunk, so an idle connection holds none.
 ///
-/// Owned by one ``MessageAssembler``, so only the service thread calls ``data(copying:)``.
+/// Owned by one ``MessageAssembler``, so only the loop thread calls ``data(copying:)``.
 final class PayloadArena {
     /// The size and alignment of a block.
     static let blockSize = 16 * 1024

@@ -7,7 +7,7 @@ import Glibc
 /// pauses reading, and runs its timer; writes go straight to the descriptor with `send`,
 /// so nothing is copied into lws's buffers.
 ///
-/// Service thread only (lws is not thread-safe).
+/// Loop thread only (lws is not thread-safe).
 // @unchecked: a handle to an lws socket, used on its loop's thread only (the descriptor
 // number alone reaches tasks, through the write side's lock).
 struct RawSocket: @unchecked Sendable {

@@ -62,7 +62,7 @@ final class ConnectionMetrics: Sendable {
 
     // MARK: - Connecting and ending
 
-    /// The opening handshake succeeded (service thread).
+    /// The opening handshake succeeded (loop thread).
     func opened(at now: ContinuousClock.Instant) {
         opened.increment()
         open.increment()
@@ -80,7 +80,7 @@ final class ConnectionMetrics: Sendable {
         return error is CancellationError ? "cancelled" : "other"
     }
 
-    /// A connection that had opened ended with `code`, started by `initiator` (service thread).
+    /// A connection that had opened ended with `code`, started by `initiator` (loop thread).
     func closed(code: WebSocketCloseCode, initiator: WebSocketEnding.Initiator) {
         let initiatorName = switch initiator {
         case .local: "local"
@@ -93,7 +93,7 @@ final class ConnectionMetrics: Sendable {
 
     // MARK: - Hot paths, per batch
 
-    /// One read's messages, before they go to the consumer's buffer (service thread).
+    /// One read's messages, before they go to the consumer's buffer (loop thread).
     func received(_ messages: [WebSocketMessage]) {
         var text = 0
         var bytes = 0
@@ -107,7 +107,7 @@ final class ConnectionMetrics: Sendable {
         if bytes > 0 { bytesReceived.increment(by: bytes) }
     }
 
-    /// What one flush wrote whole (service thread).
+    /// What one flush wrote whole (loop thread).
     func sent(_ tally: FrameWriter.WrittenTally) {
         if tally.textMessages > 0 { textMessagesSent.increment(by: tally.textMessages) }
         if tally.binaryMessages > 0 { binaryMessagesSent.increment(by: tally.binaryMessages) }
@@ -123,7 +123,7 @@ final class ConnectionMetrics: Sendable {
         }
     }
 
-    /// A pong answered a ping (a keep-alive's or `ping()`'s) after `roundTrip` (service thread).
+    /// A pong answered a ping (a keep-alive's or `ping()`'s) after `roundTrip` (loop thread).
     func pongReceived(roundTrip: Duration) {
         pingRoundTrip.record(roundTrip)
     }

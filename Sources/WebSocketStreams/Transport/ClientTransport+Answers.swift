@@ -6,7 +6,7 @@ import Logging
 /// and the server's to the upgrade request (with the body of a refusal).
 extension ClientTransport {
     /// Plaintext that arrived before the protocol runs, handled by step.
-    func receivedDuringOpening(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+    func receivedDuringOpening(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: LoopConnections) {
         switch opening.step {
         case .negotiatingSOCKS(var handshake):
             opening.step = .idle
@@ -86,7 +86,7 @@ extension ClientTransport {
 
     /// The server answered the upgrade request.
     private func upgradeAnswered(
-        _ connection: ClientConnection, head: HTTPResponseHead, rest: UnsafeRawBufferPointer, loop: ClientLoop
+        _ connection: ClientConnection, head: HTTPResponseHead, rest: UnsafeRawBufferPointer, loop: LoopConnections
     ) {
         let offeredExtensions = configuration.compression ? ["permessage-deflate"] : []
         switch HandshakeValidator.validate(

@@ -3,9 +3,9 @@ import FoundationEssentials
 import Logging
 
 extension ClientTransport {
-    /// Starts the connect (from ``ClientLoop/open(_:)``): this side opens the socket and
+    /// Starts the connect (from ``LoopConnections/open(_:)``): this side opens the socket and
     /// starts connecting it (``SocketConnector``), then lws adopts it.
-    func connect(_ connection: ClientConnection, vhost: OpaquePointer, loop: ClientLoop) {
+    func connect(_ connection: ClientConnection, vhost: OpaquePointer, loop: LoopConnections) {
         assertOnLoop(connection)
         if connection.machine.withLock({ $0.isAbandoningConnect }) {
             opening.step = .ended
@@ -22,7 +22,7 @@ extension ClientTransport {
             return
         }
         guard let adopted = RawSocket.adopt(
-            descriptor: started.descriptor, vhost: vhost, protocolName: ClientLoop.protocolName,
+            descriptor: started.descriptor, vhost: vhost, protocolName: LoopConnections.protocolName,
             opaque: Unmanaged.passUnretained(connection).toOpaque())
         else {
             // lws closed the descriptor; no WSI_DESTROY comes for a wsi that was never returned.
@@ -43,7 +43,7 @@ extension ClientTransport {
     }
 
     /// A connect that was in progress has finished (the socket became writable).
-    func connectFinished(_ connection: ClientConnection, loop: ClientLoop) {
+    func connectFinished(_ connection: ClientConnection, loop: LoopConnections) {
         guard let socket else { return }
         if let error = connectFailure() {
             end(connection, connectError: error)
@@ -67,7 +67,7 @@ extension ClientTransport {
     }
 
     /// TCP is up: tunnel, secure, or upgrade.
-    private func connected(_ connection: ClientConnection, loop: ClientLoop) {
+    private func connected(_ connection: ClientConnection, loop: LoopConnections) {
         guard case .connecting = opening.step else { return }
         guard let proxy = target.proxy else {
             startTLSOrUpgrade(connection, loop: loop)
@@ -86,7 +86,7 @@ extension ClientTransport {
         }
     }
 
-    func startTLSOrUpgrade(_ connection: ClientConnection, loop: ClientLoop) {
+    func startTLSOrUpgrade(_ connection: ClientConnection, loop: LoopConnections) {
         guard let tlsContext = target.tlsContext else {
             sendUpgradeRequest(connection, loop: loop)
             return
@@ -107,7 +107,7 @@ extension ClientTransport {
     var tlsServerKey: String { url.unixSocketPath.map { "unix:\($0)" } ?? "\(url.host):\(url.port)" }
 
     /// Runs the TLS handshake as far as the bytes received allow.
-    func continueTLSHandshake(_ connection: ClientConnection, loop: ClientLoop) {
+    func continueTLSHandshake(_ connection: ClientConnection, loop: LoopConnections) {
         guard let tls else { return }
         switch tls.continueHandshake() {
         case .wantsMoreInput:
@@ -122,7 +122,7 @@ extension ClientTransport {
         }
     }
 
-    func sendUpgradeRequest(_ connection: ClientConnection, loop: ClientLoop) {
+    func sendUpgradeRequest(_ connection: ClientConnection, loop: LoopConnections) {
         opening.step = .upgrading(HTTPResponseParser())
         connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
         reportHandshakeRequest()
@@ -143,7 +143,7 @@ extension ClientTransport {
     }
 
     /// The handshake succeeded: the protocol runs from here.
-    func opened(_ connection: ClientConnection, negotiated: NegotiatedHandshake, loop: ClientLoop) {
+    func opened(_ connection: ClientConnection, negotiated: NegotiatedHandshake, loop: LoopConnections) {
         var inflater: MessageInflater?
         var frames = FrameWriter()
         if let extensions = negotiated.extensions {

@@ -3,7 +3,7 @@ import Logging
 
 extension ClientTransport {
     /// Bytes arrived from the socket (`LWS_CALLBACK_RAW_RX`).
-    func received(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+    func received(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: LoopConnections) {
         if let tls, !isNegotiatingWithProxy {
             connection.writeSide.withTLSSession { tls.receiveCiphertext(bytes) }
             pumpTLS(connection, loop: loop)
@@ -20,7 +20,7 @@ extension ClientTransport {
     /// more is decrypted then, and lws stops polling the socket. When reading resumes,
     /// this runs again from posted work, since no poll event will announce bytes that
     /// are already inside TLS.
-    func pumpTLS(_ connection: ClientConnection, loop: ClientLoop) {
+    func pumpTLS(_ connection: ClientConnection, loop: LoopConnections) {
         guard let tls else { return }
         if case .securing = opening.step {
             continueTLSHandshake(connection, loop: loop)
@@ -60,7 +60,7 @@ extension ClientTransport {
 
     /// Plaintext from the socket or from TLS: frames once the protocol runs, else the
     /// answer of an opening step.
-    func receivedPlaintext(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+    func receivedPlaintext(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: LoopConnections) {
         if isOpen {
             readFrames(connection, bytes, loop: loop)
         } else {
@@ -72,7 +72,7 @@ extension ClientTransport {
     /// time: when the consumer's buffer fills up and reading pauses, the bytes not read
     /// yet are held (at most one read's worth) and read when reading resumes, so the
     /// buffer never holds more than one message past its limit.
-    func readFrames(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: ClientLoop) {
+    func readFrames(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: LoopConnections) {
         if !reader.heldInput.isEmpty {
             reader.heldInput.append(contentsOf: bytes)
             return
@@ -97,7 +97,7 @@ extension ClientTransport {
     /// Acts on what one read amounted to. Messages go to the state machine in one batch
     /// (one lock, at most one consumer resumed), each batch ahead of the control frame or
     /// failure that followed it.
-    private func handleEvents(_ connection: ClientConnection, loop: ClientLoop) {
+    private func handleEvents(_ connection: ClientConnection, loop: LoopConnections) {
         guard !reader.events.isEmpty else { return }
         var events: [InboundEvent] = []
         swap(&events, &reader.events)
@@ -137,7 +137,7 @@ extension ClientTransport {
     }
 
     /// Hands the messages gathered so far to the state machine.
-    private func deliverIncoming(_ connection: ClientConnection, loop: ClientLoop) {
+    private func deliverIncoming(_ connection: ClientConnection, loop: LoopConnections) {
         guard !reader.incoming.isEmpty else { return }
         connection.metrics?.received(reader.incoming)
         // Both arrays are the reader's, reused from read to read (no allocation per read).
@@ -159,7 +159,7 @@ extension ClientTransport {
         socket.setReading(false)
     }
 
-    func resumeReading(_ connection: ClientConnection, loop: ClientLoop) {
+    func resumeReading(_ connection: ClientConnection, loop: LoopConnections) {
         guard reader.isPaused, let socket, connection.machine.withLock({ $0.readingResumed(now: .now) }) else { return }
         reader.isPaused = false
         if !reader.heldInput.isEmpty {

@@ -10,7 +10,7 @@ extension ClientTransport {
     /// Called wherever something may have been queued: after reads (pongs, a close
     /// answer), from posted work (user sends), on writable callbacks and timers. It never
     /// blocks, and costs nothing when there is nothing to write.
-    func flush(_ connection: ClientConnection, loop: ClientLoop) {
+    func flush(_ connection: ClientConnection, loop: LoopConnections) {
         guard let socket, !dropRequested, !hasEnded else { return }
         let context = WriteSide.FlushContext(
             socket: socket, tls: tls, scratch: loop.writeScratch, cipherScratch: loop.cipherScratch,
@@ -36,7 +36,7 @@ extension ClientTransport {
     }
 
     /// Moves what TLS has encrypted on its own (its handshake, an alert, a close_notify) to the socket.
-    func flushCiphertext(_ connection: ClientConnection, loop: ClientLoop) {
+    func flushCiphertext(_ connection: ClientConnection, loop: LoopConnections) {
         guard let tls, let socket, !dropRequested else { return }
         let outcome = connection.writeSide.sendCiphertext(of: tls, socket: socket, cipherScratch: loop.cipherScratch)
         if let failure = outcome.failure {
@@ -48,7 +48,7 @@ extension ClientTransport {
 
     /// Sends bytes that are not frames (a CONNECT or SOCKS5 request, the upgrade request),
     /// through TLS when there is TLS.
-    func send(_ bytes: [UInt8], connection: ClientConnection, loop: ClientLoop) {
+    func send(_ bytes: [UInt8], connection: ClientConnection, loop: LoopConnections) {
         guard let socket, !dropRequested else { return }
         let outcome = connection.writeSide.sendHandshakeBytes(
             bytes, socket: socket, tls: isNegotiatingWithProxy ? nil : tls, cipherScratch: loop.cipherScratch)

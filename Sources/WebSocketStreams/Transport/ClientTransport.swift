@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import SynchronizationSupport
 import Logging
 
@@ -73,7 +74,7 @@ final class ClientTransport: @unchecked Sendable {
     // MARK: - Callbacks
 
     /// Handles what the socket reports; returns whether to drop it now.
-    func handle(_ connection: ClientConnection, _ event: RawSocket.Event, socket reporting: RawSocket, loop: ClientLoop) -> Bool {
+    func handle(_ connection: ClientConnection, _ event: RawSocket.Event, socket reporting: RawSocket, loop: LoopConnections) -> Bool {
         assertOnLoop(connection)
         if socket == nil { socket = reporting }
         switch event {
@@ -102,7 +103,7 @@ final class ClientTransport: @unchecked Sendable {
     }
 
     /// Carries out what user tasks asked for (posted work).
-    func service(_ connection: ClientConnection, requests: ConnectionStateMachine.ServiceRequests, loop: ClientLoop) {
+    func service(_ connection: ClientConnection, requests: ConnectionStateMachine.ServiceRequests, loop: LoopConnections) {
         assertOnLoop(connection)
         guard let socket, !hasEnded, !dropRequested else { return }
         if requests.contains(.abort), !isOpen {
@@ -151,7 +152,7 @@ final class ClientTransport: @unchecked Sendable {
     }
 
     /// The timer fired: the machine says what is due, the transport does it.
-    func timerFired(_ connection: ClientConnection, loop: ClientLoop) {
+    func timerFired(_ connection: ClientConnection, loop: LoopConnections) {
         guard !dropRequested, !hasEnded, let socket else { return }
         let now = ContinuousClock.now
         // A pong may be among bytes not read yet (a busy loop): look before calling the peer dead.

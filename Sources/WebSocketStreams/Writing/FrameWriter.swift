@@ -11,7 +11,7 @@ import FoundationEssentials
 /// held up behind it; a frame's payload may be spread over several calls, so memory stays
 /// bounded whatever the message size. Each frame gets a fresh masking key.
 ///
-/// Confined to the connection's service thread (it may own a zlib stream).
+/// Confined to the connection's loop thread (it may own a zlib stream).
 struct FrameWriter {
     /// The largest frame payload written; larger messages become fragments.
     static let maxFramePayload = 1 << 20

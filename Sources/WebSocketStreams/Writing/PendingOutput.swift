@@ -3,7 +3,7 @@
 /// only what the kernel did not take is copied here. Memory is given back once a large
 /// backlog has drained.
 ///
-/// Confined to the loop's service thread, like the transport that owns it.
+/// Confined to the loop's loop thread, like the transport that owns it.
 struct PendingOutput {
     private var bytes: [UInt8] = []
     private var start = 0

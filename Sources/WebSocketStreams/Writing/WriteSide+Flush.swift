@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import Glibc
 import SynchronizationSupport
 

@@ -1,3 +1,5 @@
+import LibWebSocketsLoop
+import LibWebSocketsLoop
 import SynchronizationSupport
 
 /// The one writer of a connection's outgoing byte stream, and the lock that makes it one.
@@ -20,7 +22,7 @@ final class WriteSide: Sendable {
     /// What only the loop touches, without the lock.
     let loopSide: LoopBound<LoopSide>
 
-    init(loop: ServiceThread) {
+    init(loop: EventLoopThread) {
         loopSide = LoopBound(LoopSide(), on: loop)
     }
 

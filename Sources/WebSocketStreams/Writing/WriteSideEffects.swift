@@ -5,7 +5,7 @@
 /// while the lock is held (a sender resumed inside it could try to write directly and find
 /// the lock taken; an observer could do anything).
 ///
-/// Confined to the loop's service thread, like the transport that owns it; its arrays keep
+/// Confined to the loop's loop thread, like the transport that owns it; its arrays keep
 /// their capacity from flush to flush.
 struct WriteSideEffects {
     private(set) var admitted: [OutboundQueue.Sender] = []

@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import Foundation
 import Glibc
 import SynchronizationSupport

@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import FoundationEssentials
 import Glibc
 import Synchronization

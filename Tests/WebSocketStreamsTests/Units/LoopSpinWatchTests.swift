@@ -1,5 +1,7 @@
+
 import Testing
 
+@testable import LibWebSocketsLoop
 @testable import WebSocketStreams
 
 @Suite("LoopSpinWatch: a loop pass that makes no progress is not repeated back to back")

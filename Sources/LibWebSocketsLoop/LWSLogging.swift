@@ -7,11 +7,11 @@ import SynchronizationSupport
 /// Routes libwebsockets' process-global log output to swift-log.
 ///
 /// lws has one emit function for the whole process and calls it on whichever thread
-/// logs. Each service thread registers itself in a thread-specific slot, so a line
-/// logged on a service thread reaches that thread's delegate (which picks the logger of
+/// logs. Each loop thread registers itself in a thread-specific slot, so a line
+/// logged on a loop thread reaches that thread's delegate (which picks the logger of
 /// the connection being serviced). Lines logged elsewhere are dropped: lws is only
-/// called on service threads, so there are none in practice. Nothing reaches stderr.
-package enum ServiceThreadLogging {
+/// called on loop threads, so there are none in practice. Nothing reaches stderr.
+package enum LWSLogging {
     private static let threadKey: pthread_key_t = {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
@@ -40,14 +40,14 @@ package enum ServiceThreadLogging {
 
     private static let emit: @convention(c) (Int32, UnsafePointer<CChar>?) -> Void = { level, line in
         guard let line, let slot = pthread_getspecific(threadKey) else { return }
-        let thread = Unmanaged<ServiceThread>.fromOpaque(slot).takeUnretainedValue()
+        let thread = Unmanaged<EventLoopThread>.fromOpaque(slot).takeUnretainedValue()
         var text = String(cString: line)
         while text.last == "\n" { text.removeLast() }
         thread.delegate.log(level: level, line: text)
     }
 
-    /// Registers `thread` as the current service thread. Called on the service thread.
-    static func install(for thread: ServiceThread) {
+    /// Registers `thread` as the current loop thread. Called on the loop thread.
+    static func install(for thread: EventLoopThread) {
         pthread_setspecific(threadKey, Unmanaged.passUnretained(thread).toOpaque())
         adjust(.info, by: 0)
     }
@@ -59,12 +59,12 @@ package enum ServiceThreadLogging {
 
     /// Makes lws emit the levels a logger at `logLevel` prints, until the matching
     /// ``releaseClaim(for:)``. Loggers above `.debug` claim nothing.
-    static func claim(for logLevel: Logger.Level) {
+    package static func claim(for logLevel: Logger.Level) {
         adjust(logLevel, by: 1)
     }
 
     /// Ends a ``claim(for:)`` made with the same level.
-    static func releaseClaim(for logLevel: Logger.Level) {
+    package static func releaseClaim(for logLevel: Logger.Level) {
         adjust(logLevel, by: -1)
     }
 
@@ -78,7 +78,7 @@ package enum ServiceThreadLogging {
             let wanted = claims.wanted
             guard wanted != claims.applied else { return }
             claims.applied = wanted
-            // Under the lock, so concurrent service threads set lws's global in order.
+            // Under the lock, so concurrent loop threads set lws's global in order.
             lws_set_log_level(wanted, emit)
         }
     }

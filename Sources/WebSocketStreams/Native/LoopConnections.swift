@@ -1,3 +1,4 @@
+import LibWebSocketsLoop
 import CLibWebSockets
 import Glibc
 import Logging
@@ -6,15 +7,18 @@ import Logging
 /// sockets only: connecting, protocol, TLS and proxies are the connections' own), owns the
 /// connections of the loop, and routes lws callbacks and log lines to them.
 ///
-/// Only the loop's service thread touches this object after creation (all its methods
-/// are `ServiceThreadDelegate` callbacks or are called from them), so its mutable state
+/// Only the loop's loop thread touches this object after creation (all its methods
+/// are `EventLoopThreadDelegate` callbacks or are called from them), so its mutable state
 /// needs no lock.
-// @unchecked: confined to the loop's service thread; see above.
-final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
+// @unchecked: confined to the loop's loop thread; see above.
+final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
     nonisolated(unsafe) static let protocols = LWSStatics.makeProtocolTable(
         name: "websocketstreams-client", receiveBufferSize: 0, sendLimit: 0)
     static let protocolName = "websocketstreams-client"
+    /// The client context's vhost name (lws keeps it by pointer: one allocation per process).
+    // nonisolated(unsafe): written once while initialised, then only read (by lws).
+    nonisolated(unsafe) static let vhostName = LWSStatics.immortalCString("client-default")
     /// How much lws reads from a socket in one go (`pt_serv_buf_size`): large reads mean
     /// few passes, and one consumer wake-up per pass, on a busy connection.
     static let readSize = 256 * 1024
@@ -51,7 +55,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         readScratch.deallocate()
     }
 
-    // MARK: - ServiceThreadDelegate
+    // MARK: - EventLoopThreadDelegate
 
     func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
         var info = lws_context_creation_info()
@@ -66,7 +70,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         info.timeout_secs = 600
         info.connect_timeout_secs = 600
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
-        let vhostName = LWSStatics.clientDefaultVhostName
+        let vhostName = Self.vhostName
         info.vhost_name = vhostName
         // TLS is ours (OpenSSL memory BIOs): lws does no OpenSSL setup for this context.
         guard let (context, vhost) = LWSContextFactory.makeContext(&info, usesTLS: false) else { return nil }
@@ -112,7 +116,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
 
     func log(level: Int32, line: String) {
         let logger = currentConnection?.logger ?? loopLogger
-        let logLevel = ServiceThreadLogging.logLevel(forLWSLevel: level)
+        let logLevel = LWSLogging.logLevel(forLWSLevel: level)
         // lws's mask is process-wide: most lines reach a logger that drops them. Decide that
         // first; redacting costs a search per secret.
         guard logger.logLevel <= logLevel else { return }
@@ -153,25 +157,25 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         if deliveries.isEmpty { deliveries = batch }
     }
 
-    /// Resumes `consumer` with `message` when the current pass ends (service thread).
+    /// Resumes `consumer` with `message` when the current pass ends (loop thread).
     func deliverAfterTurn(_ consumer: InboundQueue.Consumer, _ message: WebSocketMessage) {
         deliveries.append((consumer, message))
     }
 
     // MARK: - Connections
 
-    /// Starts the handshake for `connection` (service thread).
+    /// Starts the handshake for `connection` (loop thread).
     func open(_ connection: ClientConnection) {
         guard context != nil, let vhost else {
             connection.transport.failBeforeConnect(connection, .connectionFailed("the event loop has been shut down"))
             return
         }
         connections[ObjectIdentifier(connection)] = connection
-        // lws's log mask is process-global state: only ever changed on a service thread.
+        // lws's log mask is process-global state: only ever changed on a loop thread.
         // The level claimed is remembered: a handler may report another level later.
         let level = connection.logger.logLevel
         connection.transport.opening.claimedLogLevel = level
-        ServiceThreadLogging.claim(for: level)
+        LWSLogging.claim(for: level)
         connection.transport.connect(connection, vhost: vhost, loop: self)
     }
 
@@ -179,7 +183,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
         if let level = connection.transport.opening.claimedLogLevel {
             connection.transport.opening.claimedLogLevel = nil
-            ServiceThreadLogging.releaseClaim(for: level)
+            LWSLogging.releaseClaim(for: level)
         }
         if connections.isEmpty, let whenAllClosed {
             self.whenAllClosed = nil
@@ -192,7 +196,7 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
         release(connection)
     }
 
-    /// How many connections the loop still holds (service thread).
+    /// How many connections the loop still holds (loop thread).
     var liveConnectionCount: Int { connections.count }
 
     /// Asks every connection to close with 1001 and calls `done` when none is left.
@@ -206,10 +210,4 @@ final class ClientLoop: ServiceThreadDelegate, @unchecked Sendable {
             connection.requestClose(code: .goingAway)
         }
     }
-}
-
-/// Calls `body` with a C string for `string`, or `nil`.
-package func withOptionalCString<Result>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> Result) -> Result {
-    guard let string else { return body(nil) }
-    return string.withCString { body($0) }
 }

@@ -2,16 +2,16 @@
 /// every access against the thread (as swift-nio's `NIOLoopBound` does), so a change that
 /// reaches loop state from a task fails its tests instead of racing.
 // @unchecked: confined to one loop thread; `assertOnLoop` checks it in debug builds.
-final class LoopBound<Value>: @unchecked Sendable {
+package final class LoopBound<Value>: @unchecked Sendable {
     private var storage: Value
-    private let thread: ServiceThread
+    private let thread: EventLoopThread
 
-    init(_ value: Value, on thread: ServiceThread) {
+    package init(_ value: Value, on thread: EventLoopThread) {
         storage = value
         self.thread = thread
     }
 
-    var value: Value {
+    package var value: Value {
         get {
             assertOnLoop()
             return storage

@@ -3,16 +3,16 @@ import Glibc
 import Synchronization
 import SynchronizationSupport
 
-/// Work that another thread hands to a ``ServiceThread``: it runs on the service
+/// Work that another thread hands to a ``EventLoopThread``: it runs on the service
 /// thread the next time the loop wakes.
-package protocol ServiceThreadWork: AnyObject, Sendable {
-    /// Runs on the service thread, the only thread that may call libwebsockets.
-    func runOnServiceThread()
+package protocol LoopWork: AnyObject, Sendable {
+    /// Runs on the loop thread, the only thread that may call libwebsockets.
+    func runOnLoop()
 }
 
-/// What a ``ServiceThread`` needs from the side (client or server) that uses it.
-/// Every method is called on the service thread.
-package protocol ServiceThreadDelegate: AnyObject, Sendable {
+/// What a ``EventLoopThread`` needs from the side (client or server) that uses it.
+/// Every method is called on the loop thread.
+package protocol EventLoopThreadDelegate: AnyObject, Sendable {
     /// Creates the lws context. `contextUser` must become `info.user` so callbacks find the thread.
     func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer?
     /// Handles one lws protocol callback (every reason except the loop's own wake-up).
@@ -20,7 +20,7 @@ package protocol ServiceThreadDelegate: AnyObject, Sendable {
         wsi: OpaquePointer?, reason: lws_callback_reasons,
         user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int
     ) -> Int32
-    /// Routes one lws log line emitted on the service thread.
+    /// Routes one lws log line emitted on the loop thread.
     func log(level: Int32, line: String)
     /// Called once after the loop stops and before the context is destroyed.
     func willDestroyContext(_ context: OpaquePointer)
@@ -32,7 +32,7 @@ package protocol ServiceThreadDelegate: AnyObject, Sendable {
     func takePassProgress() -> Bool
 }
 
-extension ServiceThreadDelegate {
+extension EventLoopThreadDelegate {
     package func serviceTurnEnded() {}
     package func takePassProgress() -> Bool { true }
 }
@@ -43,13 +43,13 @@ extension ServiceThreadDelegate {
 /// therefore never call lws: they ``post(_:)`` work to a locked inbox and wake the
 /// loop, which runs the inbox on its own thread between `lws_service` passes. The loop
 /// is only woken when the inbox goes from empty to non-empty, so a burst of posts costs
-/// one wake-up, and posts made on the service thread itself never wake it (the loop
+/// one wake-up, and posts made on the loop thread itself never wake it (the loop
 /// looks at the inbox before it waits).
 ///
 /// The thread is also a `TaskExecutor`: jobs of tasks that prefer it run on it, between
 /// passes, so a task that reads and writes a connection of this loop does so without a
-/// thread hop (see ``WebSocketEventLoop``).
-package final class ServiceThread: TaskExecutor {
+/// thread hop (see `WebSocketEventLoop` in WebSocketStreams).
+package final class EventLoopThread: TaskExecutor {
     private enum RunState {
         case notStarted
         case starting
@@ -59,7 +59,7 @@ package final class ServiceThread: TaskExecutor {
     }
 
     private struct Inbox {
-        var work: [any ServiceThreadWork] = []
+        var work: [any LoopWork] = []
         /// Jobs of tasks that prefer this thread as their executor.
         var jobs: [UnownedJob] = []
         /// Non-nil only while the context exists; guarded so `lws_cancel_service`
@@ -72,26 +72,26 @@ package final class ServiceThread: TaskExecutor {
     }
 
     private let inbox = AnnotatedMutex(Inbox())
-    package let delegate: any ServiceThreadDelegate
+    package let delegate: any EventLoopThreadDelegate
     private let name: String
-    /// The service thread's `pthread_self()` while it runs (0 before and after), so posts
+    /// The loop thread's `pthread_self()` while it runs (0 before and after), so posts
     /// made on it can skip the wake-up.
     private let threadID = Atomic<UInt>(0)
     /// Buffers the loop swaps with the inbox's, so draining allocates nothing.
-    private let spare = ServiceThreadBuffers()
+    private let spare = EventLoopThreadBuffers()
     /// Wake-ups decided under the inbox lock and not yet made: the context is destroyed
     /// only once none is left, so `lws_cancel_service` never sees a destroyed context.
     private let wakesInFlight = Atomic<Int>(0)
     /// Debug builds: passes that made no progress right behind another such pass.
     private let spinCount = Atomic<Int>(0)
 
-    package init(name: String, delegate: any ServiceThreadDelegate) {
+    package init(name: String, delegate: any EventLoopThreadDelegate) {
         self.name = name
         self.delegate = delegate
     }
 
     /// Starts the thread and creates the context on it, if not done yet.
-    /// Throws ``WebSocketError/connectionFailed(_:)`` when the context cannot be created.
+    /// Throws ``StartFailure`` when the context cannot be created.
     package func start() async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             enum Decision { case resume, fail(String), wait, spawn }
@@ -110,17 +110,17 @@ package final class ServiceThread: TaskExecutor {
             }
             switch decision {
             case .resume: continuation.resume()
-            case .fail(let reason): continuation.resume(throwing: WebSocketError.connectionFailed(reason))
+            case .fail(let reason): continuation.resume(throwing: StartFailure(reason: reason))
             case .wait: break
             case .spawn: spawnThread()
             }
         }
     }
 
-    /// Hands `work` to the service thread. Returns `false` when the loop has stopped
+    /// Hands `work` to the loop thread. Returns `false` when the loop has stopped
     /// (the work will never run).
     @discardableResult
-    package func post(_ work: any ServiceThreadWork) -> Bool {
+    package func post(_ work: any LoopWork) -> Bool {
         let (accepted, wake): (Bool, ContextHandle?) = inbox.withLock { inbox in
             switch inbox.runState {
             case .stopping, .stopped:
@@ -144,14 +144,14 @@ package final class ServiceThread: TaskExecutor {
         return context
     }
 
-    /// Wakes the loop after the inbox lock is released, so the service thread never
+    /// Wakes the loop after the inbox lock is released, so the loop thread never
     /// waits for the lock behind a pipe write.
     private func wake(_ context: ContextHandle) {
         lws_cancel_service(context.pointer)
         wakesInFlight.subtract(1, ordering: .releasing)
     }
 
-    /// Whether the caller runs on this service thread.
+    /// Whether the caller runs on this loop thread.
     package var isCurrent: Bool {
         let id = threadID.load(ordering: .relaxed)
         return id != 0 && pthread_equal(pthread_t(id), pthread_self()) != 0
@@ -159,7 +159,7 @@ package final class ServiceThread: TaskExecutor {
 
     /// Whether the caller is a job this thread runs (a task that prefers it), between
     /// lws passes: work for the loop can then be done on the spot instead of posted.
-    /// Notes that another thread's wake-up ended the poll (service thread, from the callback).
+    /// Notes that another thread's wake-up ended the poll (loop thread, from the callback).
     func noteWakeUp() {
         #if DEBUG
         spare.wokenUp = true
@@ -171,13 +171,13 @@ package final class ServiceThread: TaskExecutor {
     package var spinningPasses: Int { spinCount.load(ordering: .relaxed) }
 
     package var isRunningJobsHere: Bool {
-        // `spare` is only read after `isCurrent` proved this is the service thread.
+        // `spare` is only read after `isCurrent` proved this is the loop thread.
         isCurrent && spare.runningJobs
     }
 
     // MARK: - TaskExecutor
 
-    /// Runs `job` on the service thread, after the current pass. Once the loop has
+    /// Runs `job` on the loop thread, after the current pass. Once the loop has
     /// stopped, jobs go to the global concurrent executor instead, so a task that
     /// prefers a stopped loop still runs.
     package func enqueue(_ job: consuming ExecutorJob) {
@@ -219,7 +219,7 @@ package final class ServiceThread: TaskExecutor {
         }
     }
 
-    /// Stops the loop, destroys the context on the service thread and waits for the thread to end.
+    /// Stops the loop, destroys the context on the loop thread and waits for the thread to end.
     package func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow: Bool = inbox.withLock { inbox in
@@ -240,7 +240,7 @@ package final class ServiceThread: TaskExecutor {
 
     /// Runs everything posted so far, then the jobs queued so far, repeating while running
     /// them queued more (a task's job that sends posts its connection), up to a bound so
-    /// sockets are not starved. Service thread only, outside lws callbacks. Returns
+    /// sockets are not starved. Loop thread only, outside lws callbacks. Returns
     /// whether anything is still queued.
     @discardableResult
     package func runInbox(rounds: Int = 8) -> Bool {
@@ -256,7 +256,7 @@ package final class ServiceThread: TaskExecutor {
             }
             guard pending else { break }
             spare.ranWork = true
-            for item in work { item.runOnServiceThread() }
+            for item in work { item.runOnLoop() }
             if !jobs.isEmpty {
                 let executor = asUnownedTaskExecutor()
                 spare.runningJobs = true
@@ -278,7 +278,7 @@ package final class ServiceThread: TaskExecutor {
 
     private func spawnThread() {
         if !DetachedThread.run(name: name, { self.run() }) {
-            failStart("could not start the service thread")
+            failStart("could not start the loop thread")
         }
     }
 
@@ -289,11 +289,11 @@ package final class ServiceThread: TaskExecutor {
             defer { inbox.startWaiters = [] }
             return inbox.startWaiters
         }
-        for waiter in waiters { waiter.resume(throwing: WebSocketError.connectionFailed(reason)) }
+        for waiter in waiters { waiter.resume(throwing: StartFailure(reason: reason)) }
     }
 
     private func run() {
-        ServiceThreadLogging.install(for: self)
+        LWSLogging.install(for: self)
         let contextUser = Unmanaged.passUnretained(self).toOpaque()
         guard let context = delegate.makeContext(contextUser: contextUser) else {
             failStart("libwebsockets could not create its context")
@@ -365,18 +365,18 @@ package final class ServiceThread: TaskExecutor {
             defer { inbox.stopWaiters = [] }
             return inbox.stopWaiters
         }
-        ServiceThreadLogging.uninstall()
+        LWSLogging.uninstall()
         for waiter in waiters { waiter.resume() }
     }
 
 }
 
-/// The buffers ``ServiceThread/runInbox(rounds:)`` swaps with the inbox's, and whether it
+/// The buffers ``EventLoopThread/runInbox(rounds:)`` swaps with the inbox's, and whether it
 /// is running jobs.
-// @unchecked: only the service thread uses them (`runInbox` runs there only, and
+// @unchecked: only the loop thread uses them (`runInbox` runs there only, and
 // `isRunningJobsHere` reads `runningJobs` only after checking it runs there).
-private final class ServiceThreadBuffers: @unchecked Sendable {
-    var work: [any ServiceThreadWork] = []
+private final class EventLoopThreadBuffers: @unchecked Sendable {
+    var work: [any LoopWork] = []
     var jobs: [UnownedJob] = []
     /// Set while `runInbox` runs jobs.
     var runningJobs = false
@@ -390,8 +390,29 @@ private final class ServiceThreadBuffers: @unchecked Sendable {
 /// The lws context pointer as the inbox keeps it, so other threads can wake the loop.
 // @unchecked: other threads only pass it to lws_cancel_service (lws's one thread-safe
 // call), after taking it from the inbox under its lock and counting themselves in
-// `wakesInFlight`; the service thread clears it under the lock and waits for that count
+// `wakesInFlight`; the loop thread clears it under the lock and waits for that count
 // to reach zero before destroying the context.
 struct ContextHandle: @unchecked Sendable {
     let pointer: OpaquePointer
+}
+
+extension EventLoopThread {
+    /// Why the thread could not start its libwebsockets context.
+    package struct StartFailure: Error, Sendable {
+        package let reason: String
+    }
+}
+
+/// A closure posted to a loop thread, for rare operations (the hot paths post the
+/// connection itself, which allocates nothing).
+package final class LoopClosure: LoopWork {
+    private let body: @Sendable () -> Void
+
+    package init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+    }
+
+    package func runOnLoop() {
+        body()
+    }
 }

@@ -6,7 +6,7 @@
 /// libwebsockets' own timers can fire together. A third empty pass right behind those means
 /// the loop keeps returning without waiting, at 100% CPU, as it did when lws held decrypted
 /// TLS bytes while reading was paused: every pass from there on is counted. Debug builds
-/// feed every pass to one of these (``ServiceThread/spinningPasses``); tests assert it
+/// feed every pass to one of these (``EventLoopThread/spinningPasses``); tests assert it
 /// stays 0, and a busy loop makes it reach thousands within milliseconds.
 ///
 /// A pure value: the caller gives it the time.

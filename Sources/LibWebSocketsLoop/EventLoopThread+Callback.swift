@@ -1,10 +1,10 @@
 import CLibWebSockets
 
-/// The one lws protocol callback for every context a ``ServiceThread`` owns.
+/// The one lws protocol callback for every context a ``EventLoopThread`` owns.
 ///
 /// It finds the thread through the context's user pointer, ignores the loop's own
 /// wake-up, and hands every other reason to the delegate.
-package func serviceThreadCallback(
+package func eventLoopThreadCallback(
     _ wsi: OpaquePointer?, _ reason: lws_callback_reasons,
     _ user: UnsafeMutableRawPointer?, _ input: UnsafeMutableRawPointer?, _ length: Int
 ) -> Int32 {
@@ -20,7 +20,7 @@ package func serviceThreadCallback(
     guard let wsi, let context = lws_get_context(wsi), let contextUser = lws_context_user(context) else {
         return 0
     }
-    let thread = Unmanaged<ServiceThread>.fromOpaque(contextUser).takeUnretainedValue()
+    let thread = Unmanaged<EventLoopThread>.fromOpaque(contextUser).takeUnretainedValue()
     if reason == LWS_CALLBACK_EVENT_WAIT_CANCELLED {
         // The wake-up only ends the poll; the loop runs the inbox after this pass.
         thread.noteWakeUp()
