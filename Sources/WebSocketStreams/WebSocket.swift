@@ -214,7 +214,7 @@ final class MessageIteration: @unchecked Sendable {
     private let started = Atomic<Bool>(false)
     private var buffer = Deque<WebSocketMessage>()
     private var cancellationNoted = false
-    /// What ``ClientConnection/consumerHoldsMessages`` was last set to.
+    /// What ``WriteSide/consumerHoldsMessages`` was last set to.
     private var publishedHolding = false
 
     init(connection: ClientConnection) {
@@ -245,7 +245,7 @@ final class MessageIteration: @unchecked Sendable {
     private func publishHolding(_ holding: Bool) {
         guard holding != publishedHolding else { return }
         publishedHolding = holding
-        connection.consumerHoldsMessages.store(holding, ordering: .relaxed)
+        connection.writeSide.consumerHoldsMessages.store(holding, ordering: .relaxed)
     }
 
     deinit {

@@ -27,7 +27,7 @@ struct DirectWriteTests {
             // The burst rule is off (it has a test of its own): on a loaded machine a sender
             // preempted inside `send` can find the answer already there when it resumes, and its
             // next request then looks like part of a burst.
-            connection.connection.directWriteGap.store(0, ordering: .relaxed)
+            connection.connection.writeSide.directWriteGap.store(0, ordering: .relaxed)
             // Direct writes open at the end of the loop's first pass after the handshake.
             while !connection.connection.writeSide.withLock({ $0.direct.descriptor >= 0 }) { await Task.yield() }
             var iterator = connection.messages.makeAsyncIterator()
@@ -39,7 +39,7 @@ struct DirectWriteTests {
             // read the last reply and may still be writing): then it is queued. Nothing else
             // may keep a request/response send from going directly.
             let direct = connection.connection.writeSide.withLock { $0.direct.framesWritten }
-            let missed = connection.connection.directWritesMissed.load(ordering: .relaxed)
+            let missed = connection.connection.writeSide.directWritesMissed.load(ordering: .relaxed)
             #expect(direct + missed == 50, "\(direct) direct, \(missed) met the loop writing")
             #expect(direct >= 1)
             #expect(connection.writtenMessageBytes == (0..<50).reduce(0) { $0 + "request \($1)".utf8.count })
@@ -70,7 +70,7 @@ struct DirectWriteTests {
             // The burst rule is off: what keeps the answers queued is that more received
             // messages wait behind each one. All 400 are buffered before the loop below takes
             // them in one batch, so none waits in the connection's own queue meanwhile.
-            connection.connection.directWriteGap.store(0, ordering: .relaxed)
+            connection.connection.writeSide.directWriteGap.store(0, ordering: .relaxed)
             let deadline = ContinuousClock.now + .seconds(5)
             while connection.connection.machine.withLock({ $0.bufferedMessageCount }) < 400, ContinuousClock.now < deadline {
                 await Task.yield()
@@ -79,7 +79,7 @@ struct DirectWriteTests {
             for await message in connection.messages {
                 guard case .binary = message else { continue }
                 // The stream says whether it holds more of the batch: it does until the last.
-                #expect(connection.connection.consumerHoldsMessages.load(ordering: .relaxed) == (answered < 399))
+                #expect(connection.connection.writeSide.consumerHoldsMessages.load(ordering: .relaxed) == (answered < 399))
                 try await connection.send(.binary(Data(count: 16)))
                 answered += 1
                 if answered == 400 { break }
@@ -142,7 +142,7 @@ struct DirectWriteTests {
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/stall"), configuration: configuration, eventLoop: loop)
             let core = connection.connection
-            core.directWriteGap.store(0, ordering: .relaxed)  // back-to-back sends may all go directly
+            core.writeSide.directWriteGap.store(0, ordering: .relaxed)  // back-to-back sends may all go directly
             while !core.writeSide.withLock({ $0.direct.descriptor >= 0 }) { await Task.yield() }
             // Nothing else wakes the loop (the peer sends nothing), so every send is written
             // directly until one finds the socket full: at most 32 MiB.
@@ -178,7 +178,7 @@ struct DirectWriteTests {
             // own), then echoes everything.
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/stall?resume=1500"), configuration: configuration)
-            connection.connection.directWriteGap.store(0, ordering: .relaxed)
+            connection.connection.writeSide.directWriteGap.store(0, ordering: .relaxed)
             let consumer = Task {
                 var next = 0
                 var outOfOrder = 0

@@ -46,7 +46,7 @@ struct WireEventTests {
             let key = try #require(request.split(separator: "\r\n").first { $0.hasPrefix("Sec-WebSocket-Key: ") })
                 .dropFirst("Sec-WebSocket-Key: ".count)
             #expect(response.hasPrefix("HTTP/1.1 101 "))
-            #expect(response.contains("Sec-WebSocket-Accept: \(HandshakeRequest.acceptValue(forKey: String(key)))\r\n"))
+            #expect(response.contains("Sec-WebSocket-Accept: \(HandshakeRequest.acceptValue(forKey: String(key), sha1: Crypto.sha1))\r\n"))
             #expect(response.hasSuffix("\r\n\r\n"))
         }
     }

@@ -25,18 +25,9 @@ final class ClientConnection: LoopWork {
     /// The socket's write side: held by the loop while it flushes, and by a task that
     /// writes its message itself (``DirectWriter``). Taken before ``machine``, never after.
     let writeSide: WriteSide
-    /// When the latest `send` returned (``DirectWriter/monotonicNanoseconds()``).
-    private let lastSendReturned = Atomic<Int>(0)
-    /// How long a sender must have been away before its `send` may write directly, in
-    /// nanoseconds (``DirectWriter/burstGap``; tests set 0 to make every send eligible).
-    let directWriteGap = Atomic<Int>(DirectWriter.burstGap)
-    /// Whether the stream's consumer holds received messages it has not handled yet (set by
-    /// ``MessageIteration``): a send then answers one of a batch, and is queued with the rest.
-    let consumerHoldsMessages = Atomic<Bool>(false)
-    /// Sends that could have been written directly but found the loop writing (tests, diagnostics).
-    let directWritesMissed = Atomic<Int>(0)
     private let eventLoop: WebSocketEventLoop
-    private let waiterIDs = Atomic<UInt64>(0)
+    /// Numbers the waiting senders and pings, so a cancellation finds its own.
+    let waiterIDs = Atomic<UInt64>(0)
     /// Payload bytes handed to lws so far (written by the loop thread, read by anyone).
     let bytesWritten = Atomic<Int>(0)
     /// The connection's metric handles; `nil` when no metrics backend is there.
@@ -112,103 +103,6 @@ final class ClientConnection: LoopWork {
         }
     }
 
-    // MARK: - Sending
-
-    nonisolated(nonsending)
-    func send(_ message: WebSocketMessage) async throws {
-        let started = DirectWriter.monotonicNanoseconds()
-        defer { lastSendReturned.store(DirectWriter.monotonicNanoseconds(), ordering: .relaxed) }
-        // A send right after the previous one is part of a burst: queued, so the loop writes
-        // the burst with one system call instead of one per message.
-        if started - lastSendReturned.load(ordering: .relaxed) >= directWriteGap.load(ordering: .relaxed),
-           !consumerHoldsMessages.load(ordering: .relaxed), try writeDirectly(message) {
-            return
-        }
-        switch machine.withLock({ $0.send(message) }) {
-        case .accepted(let wake):
-            if wake { self.wake() }
-            return
-        case .fail(let error):
-            throw error
-        case .mustWait:
-            break
-        }
-        let id = waiterIDs.add(1, ordering: .relaxed).newValue
-        defer { machine.withLock { $0.senderFinished(id: id) } }
-        try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                switch machine.withLock({ $0.park(sender: id, message: message, continuation: continuation) }) {
-                case .parked:
-                    break
-                case .resume(let sender, let wake):
-                    if wake { self.wake() }
-                    sender.resume()
-                case .fail(let sender, let error):
-                    sender.resume(throwing: error)
-                }
-            }
-        } onCancel: {
-            machine.withLock { $0.cancelSender(id: id) }?.resume(throwing: CancellationError())
-        }
-    }
-
-    /// Writes `message` to the socket on the caller's thread, without waking the loop, when
-    /// that cannot reorder anything (see ``DirectWriter``); `false` when it must be queued.
-    /// Never waits: a loop that is writing holds the lock, and then the message is queued.
-    private func writeDirectly(_ message: WebSocketMessage) throws(WebSocketError) -> Bool {
-        guard let outcome = writeSide.writeDirectly(message, machine: machine) else {
-            directWritesMissed.add(1, ordering: .relaxed)
-            return false
-        }
-        switch outcome {
-        case .notTaken:
-            return false
-        case .sent:
-            wroteDirectly(message)
-            return true
-        case .partial:
-            wroteDirectly(message)
-            if machine.withLock({ $0.requestWritePass() }) { wake() }
-            return true
-        case .failed(let reason):
-            // The loop ends the connection; this message is the one that did not go.
-            if machine.withLock({ $0.requestWritePass() }) { wake() }
-            throw .connectionFailed("write failed: \(reason) (\(transport.target.description))")
-        }
-    }
-
-    private func wroteDirectly(_ message: WebSocketMessage) {
-        bytesWritten.add(message.byteCount, ordering: .relaxed)
-        if let metrics {
-            var tally = FrameWriter.WrittenTally()
-            tally.bytes = message.byteCount
-            if case .text = message { tally.textMessages = 1 } else { tally.binaryMessages = 1 }
-            metrics.sent(tally)
-        }
-    }
-
-    // MARK: - Ping
-
-    func ping(payload: [UInt8]? = nil) async throws -> Duration {
-        if let payload, payload.count > 125 {
-            throw WebSocketError.invalidConfiguration("a ping payload is at most 125 bytes (this one is \(payload.count))")
-        }
-        let id = waiterIDs.add(1, ordering: .relaxed).newValue
-        defer { machine.withLock { $0.pingFinished(id: id) } }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Duration, any Error>) in
-                switch machine.withLock({ $0.ping(id: id, payload: payload, waiter: continuation) }) {
-                case .wait(let wake):
-                    if wake { self.wake() }
-                case .fail(let waiter, let error):
-                    waiter.resume(throwing: error)
-                }
-            }
-        } onCancel: {
-            machine.withLock { $0.cancelPing(id: id) }?.resume(throwing: CancellationError())
-        }
-    }
-
     // MARK: - Closing
 
     func close(code: WebSocketCloseCode, reason: String) async {
@@ -260,65 +154,6 @@ final class ClientConnection: LoopWork {
         return result
     }
 
-    // MARK: - Consuming
-
-    /// The next received message, or `nil` once the connection has ended and the buffer
-    /// is empty. Messages queued behind it move into `batch` (the consumer's own buffer,
-    /// which it empties before calling again), so a fast stream costs one lock per batch.
-    ///
-    /// Cancellation of the calling task while it waits ends the stream (and the
-    /// connection, with 1001); the handler is only installed when it has to wait, so a
-    /// message already buffered costs no status-record bookkeeping.
-    nonisolated(nonsending)
-    func next(batchInto batch: inout Deque<WebSocketMessage>, batching: Bool = true) async -> WebSocketMessage? {
-        switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
-        case .message(let message, let wake):
-            if wake { self.wake() }
-            return message
-        case .finished:
-            return nil
-        case .wait:
-            break
-        }
-        return await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
-                switch machine.withLock({ $0.park(consumer: continuation) }) {
-                case .resume(let consumer, let message, let wake):
-                    if wake { self.wake() }
-                    consumer.resume(returning: message)
-                case .parked(let wake):
-                    if wake { self.wake() }
-                }
-            }
-        } onCancel: {
-            consumerCancelled()
-        }
-    }
-
-    /// The next received message, one at a time (for consumers without their own buffer).
-    nonisolated(nonsending)
-    func next() async -> WebSocketMessage? {
-        var unused = Deque<WebSocketMessage>()
-        return await next(batchInto: &unused, batching: false)
-    }
-
-    func streamCreated() {
-        machine.withLock { $0.streamCreated() }
-    }
-
-    func streamReleased(wasIterated: Bool) {
-        if machine.withLock({ $0.streamReleased(wasIterated: wasIterated) }) { wake() }
-    }
-
-    func consumerCancelled() {
-        let (consumers, wake) = machine.withLock { $0.consumerCancelled() }
-        if wake { self.wake() }
-        for consumer in consumers { consumer.resume(returning: nil) }
-    }
-
-    func handleReleased() {
-        if machine.withLock({ $0.handleReleased() }) { wake() }
-    }
 }
 
 extension ConnectionStateMachine.Finale {

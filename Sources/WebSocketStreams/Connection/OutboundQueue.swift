@@ -21,6 +21,8 @@ struct OutboundQueue {
 
     private var messages = Deque<WebSocketMessage>()
     private(set) var bytes = 0
+    /// The queue's size when ``takeSizeChange()`` last looked (the metrics follow it).
+    private var reportedBytes = 0
     private var parked = Deque<ParkedSender>()
     /// Senders cancelled before they parked; consulted when they try to park.
     private var cancelledBeforeParking = Set<UInt64>()
@@ -111,5 +113,11 @@ struct OutboundQueue {
     mutating func takeParkedSenders() -> [Sender] {
         defer { parked = [] }
         return parked.map(\.continuation)
+    }
+
+    /// How many bytes the queue grew (negative: shrank) since the last call.
+    mutating func takeSizeChange() -> Int {
+        defer { reportedBytes = bytes }
+        return bytes - reportedBytes
     }
 }

@@ -30,14 +30,15 @@ struct HandshakeRequest: Sendable {
     /// empty, comma-separated in order of preference), `Origin` (when given),
     /// `Sec-WebSocket-Extensions` (when given), then `headers` in the order given.
     ///
-    /// - Parameter keyBytes: the 16 nonce bytes behind the key; random unless a test fixes them.
+    /// - Parameter keyBytes: the 16 nonce bytes behind the key: random (the caller draws
+    ///   them, see `Crypto.randomBytes`), unless a test fixes them.
     init(
         url: WebSocketURL,
         headers: [(name: String, value: String)],
         subprotocols: [String],
         origin: String?,
         extensionOffer: String?,
-        keyBytes: [UInt8] = Crypto.randomBytes(count: 16)
+        keyBytes: [UInt8]
     ) {
         precondition(keyBytes.count == 16, "the Sec-WebSocket-Key nonce must be 16 bytes (RFC 6455 section 4.1)")
         key = Data(keyBytes).base64EncodedString()
@@ -66,7 +67,8 @@ struct HandshakeRequest: Sendable {
 
     /// The `Sec-WebSocket-Accept` value a server must answer `key` with:
     /// base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")).
-    static func acceptValue(forKey key: String) -> String {
-        Data(Crypto.sha1(Array((key + acceptGUID).utf8))).base64EncodedString()
+    /// `sha1` is the digest (`Crypto.sha1`, from the C layer).
+    static func acceptValue(forKey key: String, sha1: ([UInt8]) -> [UInt8]) -> String {
+        Data(sha1(Array((key + acceptGUID).utf8))).base64EncodedString()
     }
 }

@@ -36,13 +36,14 @@ enum HandshakeValidator {
     ///
     /// Checks, in order: status 101; an `Upgrade` field with the token `websocket` and a
     /// `Connection` field with the token `upgrade` (both case-insensitive); a
-    /// `Sec-WebSocket-Accept` matching ``HandshakeRequest/acceptValue(forKey:)``; a
+    /// `Sec-WebSocket-Accept` matching ``HandshakeRequest/acceptValue(forKey:sha1:)``; a
     /// `Sec-WebSocket-Protocol`, if any, that is exactly one of those offered; and
     /// `Sec-WebSocket-Extensions` naming only offered extensions, each at most once.
     /// Extension parameters are not checked here: that is the extension's own negotiation.
     static func validate(
         _ head: HTTPResponseHead,
         key: String,
+        sha1: ([UInt8]) -> [UInt8],
         offeredSubprotocols: [String],
         offeredExtensions: [String]
     ) -> Result<NegotiatedHandshake, Failure> {
@@ -58,7 +59,7 @@ enum HandshakeValidator {
         guard let accept = head.value(of: "Sec-WebSocket-Accept") else {
             return .failure(.invalid("the server's 101 response has no Sec-WebSocket-Accept header"))
         }
-        let expectedAccept = HandshakeRequest.acceptValue(forKey: key)
+        let expectedAccept = HandshakeRequest.acceptValue(forKey: key, sha1: sha1)
         guard accept == expectedAccept else {
             return .failure(.invalid(
                 "the server's Sec-WebSocket-Accept does not match the key (expected \(expectedAccept), got \(accept))"

@@ -26,7 +26,7 @@ struct MessageAssembler {
 
     let maxMessageSize: Int
     private var decoder = FrameDecoder()
-    private let inflater: MessageInflater?
+    private let inflater: (any MessageDecompressor)?
     /// Where small binary payloads are copied (one allocation per message, not two).
     private let arena = PayloadArena()
     /// The frame whose payload is arriving.
@@ -49,7 +49,7 @@ struct MessageAssembler {
     ///   - maxMessageSize: The largest message accepted, after decompression.
     ///   - inflater: The negotiated permessage-deflate decompressor, or `nil` when
     ///     compression is off (then RSV1 is a protocol error).
-    init(maxMessageSize: Int, inflater: MessageInflater? = nil) {
+    init(maxMessageSize: Int, inflater: (any MessageDecompressor)? = nil) {
         self.maxMessageSize = maxMessageSize
         self.inflater = inflater
     }

@@ -90,7 +90,7 @@ extension ClientTransport {
     ) {
         let offeredExtensions = configuration.compression ? ["permessage-deflate"] : []
         switch HandshakeValidator.validate(
-            head, key: opening.key, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
+            head, key: opening.key, sha1: Crypto.sha1, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
         ) {
         case .success(let negotiated):
             opened(connection, negotiated: negotiated, loop: loop)

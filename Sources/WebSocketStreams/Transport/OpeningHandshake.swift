@@ -48,7 +48,8 @@ struct OpeningHandshake {
         let request = HandshakeRequest(
             url: url, headers: headers.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) },
             subprotocols: configuration.subprotocols, origin: configuration.origin,
-            extensionOffer: configuration.compression ? DeflateParameters.clientOffer : nil)
+            extensionOffer: configuration.compression ? DeflateParameters.clientOffer : nil,
+            keyBytes: Crypto.randomBytes(count: 16))
         key = request.key
         requestBytes = request.bytes
         let redactor = SecretRedactor(url: url, headers: headers)

@@ -1,5 +1,6 @@
 import LibWebSocketsLoop
 import LibWebSocketsLoop
+import Synchronization
 import SynchronizationSupport
 
 /// The one writer of a connection's outgoing byte stream, and the lock that makes it one.
@@ -21,6 +22,16 @@ final class WriteSide: Sendable {
     let state = AnnotatedMutex(State())
     /// What only the loop touches, without the lock.
     let loopSide: LoopBound<LoopSide>
+    /// When the latest `send` returned (``DirectWriter/monotonicNanoseconds()``).
+    let lastSendReturned = Atomic<Int>(0)
+    /// How long a sender must have been away before its `send` may write directly, in
+    /// nanoseconds (``DirectWriter/burstGap``; tests set 0 to make every send eligible).
+    let directWriteGap = Atomic<Int>(DirectWriter.burstGap)
+    /// Whether the stream's consumer holds received messages it has not handled yet (set by
+    /// the `messages` iterator): a send then answers one of a batch, and is queued with the rest.
+    let consumerHoldsMessages = Atomic<Bool>(false)
+    /// Sends that could have been written directly but found the loop writing (tests, diagnostics).
+    let directWritesMissed = Atomic<Int>(0)
 
     init(loop: EventLoopThread) {
         loopSide = LoopBound(LoopSide(), on: loop)
@@ -60,6 +71,15 @@ final class WriteSide: Sendable {
         var tracksDelivery = false
         /// Where this side's close frame ends in the outgoing stream, once encoded.
         var closeFrameStreamEnd: Int?
+    }
+
+    /// Whether a `send` that started at `started` may try to write its message itself. A
+    /// send right after the previous one returned is part of a burst, and one that answers
+    /// a batch of received messages is part of a pipeline: both are queued, so the loop
+    /// writes them with one system call instead of one each.
+    func mayTryDirectWrite(startedAt started: Int) -> Bool {
+        started - lastSendReturned.load(ordering: .relaxed) >= directWriteGap.load(ordering: .relaxed)
+            && !consumerHoldsMessages.load(ordering: .relaxed)
     }
 
     /// Bytes the socket has taken from the loop so far (wrapping; loop only): the loop's

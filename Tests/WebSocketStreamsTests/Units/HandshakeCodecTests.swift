@@ -119,7 +119,8 @@ struct HandshakeRequestTests {
     func hostPort() throws {
         func host(_ url: String) throws -> String? {
             let request = HandshakeRequest(
-                url: try WebSocketURL(parsing: url), headers: [], subprotocols: [], origin: nil, extensionOffer: nil
+                url: try WebSocketURL(parsing: url), headers: [], subprotocols: [], origin: nil, extensionOffer: nil,
+                keyBytes: Crypto.randomBytes(count: 16)
             )
             let text = String(decoding: request.bytes, as: UTF8.self)
             return text.split(separator: "\r\n").first { $0.hasPrefix("Host: ") }.map { String($0.dropFirst(6)) }
@@ -135,7 +136,7 @@ struct HandshakeRequestTests {
     func randomKeys() throws {
         let url = try WebSocketURL(parsing: "ws://h/")
         let keys = (0..<8).map { _ in
-            HandshakeRequest(url: url, headers: [], subprotocols: [], origin: nil, extensionOffer: nil).key
+            HandshakeRequest(url: url, headers: [], subprotocols: [], origin: nil, extensionOffer: nil, keyBytes: Crypto.randomBytes(count: 16)).key
         }
         #expect(Set(keys).count == keys.count)
         for key in keys {
@@ -145,8 +146,8 @@ struct HandshakeRequestTests {
 
     @Test("Sec-WebSocket-Accept: RFC 6455 section 1.3's example")
     func acceptExample() {
-        #expect(HandshakeRequest.acceptValue(forKey: rfcKey) == rfcAccept)
-        #expect(HandshakeRequest.acceptValue(forKey: "AAECAwQFBgcICQoLDA0ODw==") != rfcAccept)
+        #expect(HandshakeRequest.acceptValue(forKey: rfcKey, sha1: Crypto.sha1) == rfcAccept)
+        #expect(HandshakeRequest.acceptValue(forKey: "AAECAwQFBgcICQoLDA0ODw==", sha1: Crypto.sha1) != rfcAccept)
     }
 }
 
@@ -566,7 +567,7 @@ struct HandshakeValidatorTests {
         subprotocols: [String] = ["chat", "superchat"],
         extensions: [String] = ["permessage-deflate"]
     ) -> Result<NegotiatedHandshake, HandshakeValidator.Failure> {
-        HandshakeValidator.validate(head, key: rfcKey, offeredSubprotocols: subprotocols, offeredExtensions: extensions)
+        HandshakeValidator.validate(head, key: rfcKey, sha1: Crypto.sha1, offeredSubprotocols: subprotocols, offeredExtensions: extensions)
     }
 
     private func message(_ result: Result<NegotiatedHandshake, HandshakeValidator.Failure>) -> String? {

@@ -61,8 +61,8 @@ extension ConnectionStateMachine {
     mutating func roomForRead(
         now: @autoclosure () -> ContinuousClock.Instant
     ) -> (messages: Int, bytes: Int, deadlineMoved: Bool) {
-        if case .open = state { return (inbound.room.messages, inbound.room.bytes, false) }
-        guard case .closing(var closing) = state, let limit = closing.lingerLimit else { return (.max, .max, false) }
+        if stage == .open { return (inbound.room.messages, inbound.room.bytes, false) }
+        guard stage == .closing, case .closing(var closing) = state, let limit = closing.lingerLimit else { return (.max, .max, false) }
         closing.deadline = min(limit, now() + timing.lingerAfterClose)
         state = .closing(closing)
         return (.max, .max, true)
@@ -79,7 +79,7 @@ extension ConnectionStateMachine {
     /// The peer pinged: the pong to answer with (RFC 6455 5.5.2), unless this side's close
     /// frame is already on the wire.
     func pongAnswering(_ payload: [UInt8]) -> [UInt8]? {
-        if case .closing(let closing) = state, closing.closeWritten { return nil }
+        if stage == .closing, case .closing(let closing) = state, closing.closeWritten { return nil }
         return payload
     }
 

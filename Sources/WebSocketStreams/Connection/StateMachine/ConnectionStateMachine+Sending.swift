@@ -84,13 +84,13 @@ extension ConnectionStateMachine {
             keepalive?.pingSent(tag: .user, id: ping.id, payload: ping.payload, at: now)
             batch.pings.append((ping.id, ping.payload))
         }
-        if case .closing(let closing) = state, let local = closing.local, local.progress != .queued {
+        if stage == .closing, case .closing(let closing) = state, let local = closing.local, local.progress != .queued {
             // This side's close frame is with the writer: no message may follow it
             // (RFC 6455 5.5.1); what is still queued is reported unsent at the end.
             return
         }
         outbound.take(budget: budget, into: &batch.messages, admitted: &batch.admitted)
-        guard outbound.isEmpty, case .closing(var closing) = state, var local = closing.local, local.progress == .queued
+        guard outbound.isEmpty, stage == .closing, case .closing(var closing) = state, var local = closing.local, local.progress == .queued
         else { return }
         local.progress = .taken
         closing.local = local
@@ -104,7 +104,7 @@ extension ConnectionStateMachine {
     /// one may be sent now.
     var hasPendingWrites: Bool {
         if !outbound.isEmpty { return true }
-        if case .closing(let closing) = state, closing.local?.progress == .queued { return true }
+        if stage == .closing, case .closing(let closing) = state, closing.local?.progress == .queued { return true }
         return (keepalive?.mayPing ?? true) && pings.waiting.contains { $0.writtenAt == nil }
     }
 
@@ -117,9 +117,7 @@ extension ConnectionStateMachine {
     /// How many bytes the send queue grew (negative: shrank) since the last call: the
     /// metrics follow it once per loop pass, not once per `send`.
     mutating func takeSendQueueChange() -> Int {
-        let change = outbound.bytes - reportedSendQueueBytes
-        reportedSendQueueBytes = outbound.bytes
-        return change
+        outbound.takeSizeChange()
     }
 
     // MARK: - Pings

@@ -59,7 +59,26 @@ struct ConnectionStateMachine {
     typealias CloseWaiter = UnsafeContinuation<Void, Never>
 
     /// Where the connection is; only the machine's own methods (in the files beside this one) change it.
-    var state: State
+    var state: State {
+        didSet { stage = Stage(state) }
+    }
+    /// Which case ``state`` is, without its data: what the per-message paths ask, since
+    /// testing a case of a payload-free enum copies nothing. It follows ``state``.
+    private(set) var stage: Stage = .connecting
+
+    /// The cases of ``State``, without their data.
+    enum Stage: Equatable {
+        case connecting, open, closing, closed
+
+        init(_ state: State) {
+            switch state {
+            case .connecting: self = .connecting
+            case .open: self = .open
+            case .closing: self = .closing
+            case .closed: self = .closed
+            }
+        }
+    }
     let timing: Timing
     /// Received messages waiting for the consumer.
     var inbound: InboundQueue
@@ -80,8 +99,6 @@ struct ConnectionStateMachine {
     /// A broken rule held until the consumer has finished the messages before it, and the
     /// latest time to apply it anyway (see ``protocolFailure(_:now:)``).
     var deferredFailure: (failure: ProtocolFailure, deadline: ContinuousClock.Instant)?
-    /// The send queue's size when the metrics last saw it.
-    var reportedSendQueueBytes = 0
 
     init(configuration: WebSocketConfiguration, handshakeDeadline: ContinuousClock.Instant = .now + .seconds(3600)) {
         inbound = InboundQueue(
@@ -108,16 +125,10 @@ struct ConnectionStateMachine {
     var tlsSessionResumed: Bool { negotiated.tlsSessionResumed }
 
     /// Whether the protocol runs and nobody has started to close.
-    var isOpen: Bool {
-        if case .open = state { return true }
-        return false
-    }
+    var isOpen: Bool { stage == .open }
 
     /// Whether the connection has ended.
-    var isClosed: Bool {
-        if case .closed = state { return true }
-        return false
-    }
+    var isClosed: Bool { stage == .closed }
 
     /// How the connection ended, once it has.
     var ending: WebSocketEnding? {
@@ -184,7 +195,7 @@ struct ConnectionStateMachine {
     mutating func takeRequests(now: @autoclosure () -> ContinuousClock.Instant) -> ServiceRequests {
         schedule.isScheduled = false
         defer { schedule.requests = [] }
-        if case .closing(var closing) = state, closing.deadline == nil, closing.local != nil {
+        if stage == .closing, case .closing(var closing) = state, closing.deadline == nil, closing.local != nil {
             closing.deadline = now() + timing.closeTimeout
             state = .closing(closing)
             return schedule.requests.union(.deadlineMoved)

@@ -138,13 +138,6 @@ final class TLSSession: @unchecked Sendable {
         }
     }
 
-    /// Whether `host` is an IPv4 dotted quad or an IPv6 address (without brackets or zone).
-    static func isIPLiteral(_ host: String) -> Bool {
-        var ipv4 = in_addr()
-        var ipv6 = in6_addr()
-        return inet_pton(AF_INET, host, &ipv4) == 1 || inet_pton(AF_INET6, host, &ipv6) == 1
-    }
-
     /// Appends ciphertext read from the socket to what OpenSSL will read next. All of it is
     /// kept (a memory BIO grows as needed).
     func receiveCiphertext(_ bytes: UnsafeRawBufferPointer) {
@@ -198,26 +191,6 @@ final class TLSSession: @unchecked Sendable {
             return "the server at \(host) does not speak TLS on this port (try ws://): \(reason)"
         }
         return "the TLS handshake with \(host) failed: \(reason)"
-    }
-
-    /// A sentence for a failed certificate check, e.g. "the server's certificate has expired
-    /// (X509 error 10: certificate has expired)".
-    static func describeVerificationFailure(_ code: Int, host: String) -> String {
-        let summary = switch Int32(truncatingIfNeeded: code) {
-        case X509_V_ERR_CERT_HAS_EXPIRED:
-            "the server's certificate has expired"
-        case X509_V_ERR_CERT_NOT_YET_VALID:
-            "the server's certificate is not valid yet"
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
-             X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-            "the server's certificate is not signed by a trusted CA"
-        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
-            "the server's certificate does not name \(host)"
-        default:
-            "the server's certificate for \(host) was rejected"
-        }
-        let text = X509_verify_cert_error_string(code).map { String(cString: $0) } ?? "unknown error"
-        return "\(summary) (X509 error \(code): \(text))"
     }
 
     /// Decrypts into `buffer` (which must not be empty) from what has been received.
@@ -322,24 +295,5 @@ final class TLSSession: @unchecked Sendable {
             return nil
         }
         return TLSSessionTicket(owning: session)
-    }
-}
-
-/// A resumable TLS session (`SSL_SESSION`) from ``TLSSession/ticket()``, for
-/// ``TLSSession/init(context:host:verifyHost:resuming:)``. Only offer it to the same host
-/// and port, with a session from the same ``TLSClientContext``.
-// @unchecked Sendable: an SSL_SESSION is reference-counted by OpenSSL with atomic counts and
-// is immutable once handed out by SSL_get1_session; this object only holds one reference.
-final class TLSSessionTicket: @unchecked Sendable {
-    /// The `SSL_SESSION *`; this object owns one reference.
-    let session: OpaquePointer
-
-    /// Takes over the reference `session` carries.
-    init(owning session: OpaquePointer) {
-        self.session = session
-    }
-
-    deinit {
-        SSL_SESSION_free(session)
     }
 }

@@ -19,16 +19,9 @@ import CLibWebSockets
 /// After ``InflateOutcome/tooLarge`` or ``InflateOutcome/corrupt(_:)`` the inflater refuses
 /// all further input (the connection fails anyway).
 // Confined to the connection's loop thread.
-final class MessageInflater {
+final class MessageInflater: MessageDecompressor {
     /// What became of the input given to the inflater.
-    enum InflateOutcome: Sendable, Hashable {
-        /// Everything given was decompressed and appended.
-        case ok
-        /// The message inflates to more than `limit` bytes; output holds at most `limit`.
-        case tooLarge
-        /// The compressed data is invalid; the text is zlib's reason or ours.
-        case corrupt(String)
-    }
+    typealias InflateOutcome = DecompressionOutcome
 
     /// The 4 octets a sender strips from the end of every compressed message (the end of
     /// an empty stored block) and a receiver appends before decompressing (RFC 7692 7.2.2).

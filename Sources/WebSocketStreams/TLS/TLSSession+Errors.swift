@@ -1,0 +1,33 @@
+import CLibWebSockets
+import Glibc
+
+/// How TLS failures and host names read in errors.
+extension TLSSession {
+    /// Whether `host` is an IPv4 dotted quad or an IPv6 address (without brackets or zone).
+    static func isIPLiteral(_ host: String) -> Bool {
+        var ipv4 = in_addr()
+        var ipv6 = in6_addr()
+        return inet_pton(AF_INET, host, &ipv4) == 1 || inet_pton(AF_INET6, host, &ipv6) == 1
+    }
+
+
+    /// A sentence for a failed certificate check, e.g. "the server's certificate has expired
+    /// (X509 error 10: certificate has expired)".
+    static func describeVerificationFailure(_ code: Int, host: String) -> String {
+        let summary = switch Int32(truncatingIfNeeded: code) {
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+            "the server's certificate has expired"
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            "the server's certificate is not valid yet"
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
+             X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+            "the server's certificate is not signed by a trusted CA"
+        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
+            "the server's certificate does not name \(host)"
+        default:
+            "the server's certificate for \(host) was rejected"
+        }
+        let text = X509_verify_cert_error_string(code).map { String(cString: $0) } ?? "unknown error"
+        return "\(summary) (X509 error \(code): \(text))"
+    }
+}
