@@ -83,6 +83,7 @@ package final class EventLoopThread: TaskExecutor {
     /// only once none is left, so `lws_cancel_service` never sees a destroyed context.
     private let wakesInFlight = Atomic<Int>(0)
     /// Debug builds: passes that made no progress right behind another such pass.
+    private let passCount = Atomic<Int>(0)
     private let spinCount = Atomic<Int>(0)
 
     package init(name: String, delegate: any EventLoopThreadDelegate) {
@@ -169,6 +170,11 @@ package final class EventLoopThread: TaskExecutor {
     /// Debug builds: how many `lws_service` passes made no progress right behind another
     /// one that made none (a loop spinning instead of waiting). Always 0 in release builds.
     package var spinningPasses: Int { spinCount.load(ordering: .relaxed) }
+
+    /// Debug builds: how many `lws_service` passes the thread has made. Tests count the
+    /// passes a piece of work takes (a loop that spins makes thousands). Always 0 in
+    /// release builds.
+    package var passes: Int { passCount.load(ordering: .relaxed) }
 
     package var isRunningJobsHere: Bool {
         // `spare` is only read after `isCurrent` proved this is the loop thread.
@@ -328,6 +334,7 @@ package final class EventLoopThread: TaskExecutor {
             }
             delegate.serviceTurnEnded()
             #if DEBUG
+            passCount.add(1, ordering: .relaxed)
             // A pass another thread woke is not the loop spinning on its own: a wake-up decided
             // under the inbox lock and made after it can arrive once its work already ran.
             let progress = delegate.takePassProgress() || spare.ranWork || spare.wokenUp

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-import WebSocketStreams
+@testable import WebSocketStreams
+import SynchronizationSupport
 import WebSocketTestServer
 
 /// Behaviours real servers (aiohttp, node `ws`, Python `websockets`, nginx, squid,
@@ -77,7 +78,8 @@ struct RealServerRegressionTests {
             // A server that never reads: any ping would go unanswered and end the
             // connection with pongTimeout after 300 ms.
             let quiet = try await WebSocket.connect(to: server.url(path: "/stall"), configuration: configuration)
-            try await Task.sleep(for: .seconds(1))
+            // Nothing is due on the open connection: no keep-alive ping is scheduled, ever.
+            #expect(quiet.connection.machine.withLock { $0.nextDeadline } == nil)
             #expect(quiet.error == nil)
             #expect(quiet.closeCode == nil)
             #expect(pings.load(ordering: .relaxed) == 0)
