@@ -8,7 +8,7 @@ extension ReconnectingStorage {
         startIfNeeded()
         // Fast path: set up and nothing queued ahead, so straight to the connection.
         let direct: ClientConnection? = shared.withLock { shared in
-            guard shared.onConnectFinished, shared.queue.isEmpty, shared.endError == nil else { return nil }
+            guard shared.onConnectFinished, shared.outbox.queue.isEmpty, shared.ending.error == nil else { return nil }
             return shared.current?.connection
         }
         if let direct {
@@ -28,28 +28,28 @@ extension ReconnectingStorage {
     func enqueueWithoutWaiting(_ message: WebSocketMessage) throws {
         startIfNeeded()
         let pump: (UnsafeContinuation<QueuedMessage?, Never>, QueuedMessage)? = try shared.withLock { shared in
-            if let endError = shared.endError { throw endError }
+            if let endError = shared.ending.error { throw endError }
             let policy = shared.machine.policy
             let size = message.byteCount
-            if shared.queue.count >= policy.maxQueuedMessages
-                || (shared.queuedBytes > 0 && shared.queuedBytes + size > policy.maxQueuedBytes) {
-                throw WebSocketError.sendQueueFull(messages: shared.queue.count, bytes: shared.queuedBytes)
+            if shared.outbox.queue.count >= policy.maxQueuedMessages
+                || (shared.outbox.queuedBytes > 0 && shared.outbox.queuedBytes + size > policy.maxQueuedBytes) {
+                throw WebSocketError.sendQueueFull(messages: shared.outbox.queue.count, bytes: shared.outbox.queuedBytes)
             }
-            shared.nextSendID += 1
-            let item = QueuedMessage(id: shared.nextSendID, message: message, sender: nil)
-            if let pump = shared.pumpWaiter {
-                shared.pumpWaiter = nil
+            shared.outbox.nextSendID += 1
+            let item = QueuedMessage(id: shared.outbox.nextSendID, message: message, sender: nil)
+            if let pump = shared.outbox.pumpWaiter {
+                shared.outbox.pumpWaiter = nil
                 return (pump, item)
             }
-            shared.queue.append(item)
-            shared.queuedBytes += size
+            shared.outbox.queue.append(item)
+            shared.outbox.queuedBytes += size
             return nil
         }
         if let (waiter, item) = pump { waiter.resume(returning: item) }
     }
 
     /// Messages waiting for a connection; for tests.
-    var queuedCount: Int { shared.withLock { $0.queue.count } }
+    var queuedCount: Int { shared.withLock { $0.outbox.queue.count } }
 
     private enum EnqueueOutcome {
         case queued
@@ -59,29 +59,29 @@ extension ReconnectingStorage {
 
     private func enqueue(_ message: WebSocketMessage) async throws {
         let id = shared.withLock { shared in
-            shared.nextSendID += 1
-            return shared.nextSendID
+            shared.outbox.nextSendID += 1
+            return shared.outbox.nextSendID
         }
-        defer { shared.withLock { _ = $0.cancelledSends.remove(id) } }
+        defer { shared.withLock { _ = $0.outbox.cancelledSends.remove(id) } }
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: Sender) in
                 let outcome: EnqueueOutcome = shared.withLock { shared in
-                    if let endError = shared.endError { return .fail(endError) }
-                    if shared.cancelledSends.contains(id) { return .fail(CancellationError()) }
+                    if let endError = shared.ending.error { return .fail(endError) }
+                    if shared.outbox.cancelledSends.contains(id) { return .fail(CancellationError()) }
                     let policy = shared.machine.policy
                     let size = message.byteCount
-                    if shared.queue.count >= policy.maxQueuedMessages
-                        || (shared.queuedBytes > 0 && shared.queuedBytes + size > policy.maxQueuedBytes) {
-                        return .fail(WebSocketError.sendQueueFull(messages: shared.queue.count, bytes: shared.queuedBytes))
+                    if shared.outbox.queue.count >= policy.maxQueuedMessages
+                        || (shared.outbox.queuedBytes > 0 && shared.outbox.queuedBytes + size > policy.maxQueuedBytes) {
+                        return .fail(WebSocketError.sendQueueFull(messages: shared.outbox.queue.count, bytes: shared.outbox.queuedBytes))
                     }
                     let item = QueuedMessage(id: id, message: message, sender: continuation)
-                    if let pump = shared.pumpWaiter {
+                    if let pump = shared.outbox.pumpWaiter {
                         // A waiting pump means the queue is empty: hand the message straight over.
-                        shared.pumpWaiter = nil
+                        shared.outbox.pumpWaiter = nil
                         return .handedToPump(pump, item)
                     }
-                    shared.queue.append(item)
-                    shared.queuedBytes += size
+                    shared.outbox.queue.append(item)
+                    shared.outbox.queuedBytes += size
                     return .queued
                 }
                 switch outcome {
@@ -92,12 +92,12 @@ extension ReconnectingStorage {
             }
         } onCancel: {
             let sender: Sender? = shared.withLock { shared in
-                guard let index = shared.queue.firstIndex(where: { $0.id == id }) else {
-                    shared.cancelledSends.insert(id)
+                guard let index = shared.outbox.queue.firstIndex(where: { $0.id == id }) else {
+                    shared.outbox.cancelledSends.insert(id)
                     return nil
                 }
-                let item = shared.queue.remove(at: index)
-                shared.queuedBytes -= item.message.byteCount
+                let item = shared.outbox.queue.remove(at: index)
+                shared.outbox.queuedBytes -= item.message.byteCount
                 return item.sender
             }
             sender?.resume(throwing: CancellationError())
@@ -118,8 +118,8 @@ extension ReconnectingStorage {
                 case end
             }
             let step: Step = shared.withLock { shared in
-                if let first = shared.readers.first { return .read(first) }
-                if shared.machine.isFinished || shared.consumerCancelled { return .end }
+                if let first = shared.consumer.readers.first { return .read(first) }
+                if shared.machine.isFinished || shared.consumer.isCancelled { return .end }
                 return .wait
             }
             switch step {
@@ -127,19 +127,19 @@ extension ReconnectingStorage {
                 if let message = await connection.next() { return message }
                 // That connection has ended and been read to the end.
                 shared.withLock { shared in
-                    if shared.readers.first === connection { shared.readers.removeFirst() }
+                    if shared.consumer.readers.first === connection { shared.consumer.readers.removeFirst() }
                 }
             case .wait:
                 await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                     let ready = shared.withLock { shared in
-                        if !shared.readers.isEmpty || shared.machine.isFinished || shared.consumerCancelled { return true }
-                        shared.consumerWaiters.append(continuation)
+                        if !shared.consumer.readers.isEmpty || shared.machine.isFinished || shared.consumer.isCancelled { return true }
+                        shared.consumer.waiters.append(continuation)
                         return false
                     }
                     if ready { continuation.resume() }
                 }
             case .end:
-                if shared.withLock({ $0.consumerCancelled }) {
+                if shared.withLock({ $0.consumer.isCancelled }) {
                     // Return only once the close handshake is done, so whoever awaits this
                     // task (a TaskScope switching sessions) sees the connection closed.
                     await waitUntilFinished()
@@ -152,15 +152,15 @@ extension ReconnectingStorage {
     /// The task iterating `messages` was cancelled: end the socket with 1001.
     func consumerCancelled() {
         let readers = shared.withLock { shared in
-            shared.consumerCancelled = true
-            return shared.readers.elementsAsArray
+            shared.consumer.isCancelled = true
+            return shared.consumer.readers.elementsAsArray
         }
         requestEnd(.cancelled, code: .goingAway)
         for reader in readers { reader.consumerCancelled() }
     }
 
     func streamCreated() {
-        shared.withLock { $0.liveStreams += 1 }
+        shared.withLock { $0.consumer.liveStreams += 1 }
     }
 
     /// A `messages` stream was released: if it had been iterated, its iteration ended
@@ -168,9 +168,9 @@ extension ReconnectingStorage {
     /// ends only once the handle is gone too.
     func streamReleased(wasIterated: Bool) {
         let end = shared.withLock { shared in
-            shared.liveStreams = max(0, shared.liveStreams - 1)
-            if wasIterated { shared.consumerCancelled = true }
-            return wasIterated || (shared.handleReleased && shared.liveStreams == 0)
+            shared.consumer.liveStreams = max(0, shared.consumer.liveStreams - 1)
+            if wasIterated { shared.consumer.isCancelled = true }
+            return wasIterated || (shared.consumer.handleReleased && shared.consumer.liveStreams == 0)
         }
         if end { requestEnd(.cancelled, code: .goingAway) }
     }
@@ -179,8 +179,8 @@ extension ReconnectingStorage {
     /// `socket.messages`): once no stream is left either, nobody can use it and it ends with 1001.
     func handleReleased() {
         let idle = shared.withLock { shared in
-            shared.handleReleased = true
-            return shared.liveStreams == 0
+            shared.consumer.handleReleased = true
+            return shared.consumer.liveStreams == 0
         }
         if idle { requestEnd(.cancelled, code: .goingAway) }
     }

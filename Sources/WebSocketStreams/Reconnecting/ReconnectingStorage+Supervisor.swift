@@ -40,10 +40,10 @@ extension ReconnectingStorage {
         let (proceed, consumers) = shared.withLock { shared in
             guard shared.machine.requestedEnd == nil else { return (false, [UnsafeContinuation<Void, Never>]()) }
             shared.machine.connected(subprotocol: socket.subprotocol, at: now)
-            shared.readers.append(socket.connection)
+            shared.consumer.readers.append(socket.connection)
             shared.current = socket
-            defer { shared.consumerWaiters = [] }
-            return (true, shared.consumerWaiters)
+            defer { shared.consumer.waiters = [] }
+            return (true, shared.consumer.waiters)
         }
         for consumer in consumers { consumer.resume() }
         guard proceed else {
@@ -79,9 +79,9 @@ extension ReconnectingStorage {
             shared.onConnectFinished = false
             // Accepted by the connection but never acknowledged by the peer: first in line for the next one.
             for message in unsent.reversed() {
-                shared.nextSendID += 1
-                shared.queue.prepend(QueuedMessage(id: shared.nextSendID, message: message, sender: nil))
-                shared.queuedBytes += message.byteCount
+                shared.outbox.nextSendID += 1
+                shared.outbox.queue.prepend(QueuedMessage(id: shared.outbox.nextSendID, message: message, sender: nil))
+                shared.outbox.queuedBytes += message.byteCount
             }
             return shared.machine.connectionEnded(ended, at: now, random: .random(in: 0...1))
         }
@@ -90,7 +90,7 @@ extension ReconnectingStorage {
     /// The close frame for a connection that opens after the socket was ended.
     private var endClose: (code: WebSocketCloseCode, reason: String) {
         shared.withLock { shared in
-            if let endClose = shared.endClose { return endClose }
+            if let endClose = shared.ending.close { return endClose }
             if case .completed = shared.machine.requestedEnd { return (.normalClosure, "") }
             return (.goingAway, "")
         }
@@ -101,15 +101,15 @@ extension ReconnectingStorage {
     /// Writes queued messages to `connection`, in order, until it ends or the pump is stopped.
     /// A message the connection refuses goes back to the front of the queue.
     private func pump(_ connection: ClientConnection) async {
-        shared.withLock { $0.pumpStopped = false }
+        shared.withLock { $0.outbox.pumpStopped = false }
         while let item = await nextQueued() {
             do {
                 try await connection.send(item.message)
                 item.sender?.resume()
             } catch {
                 shared.withLock { shared in
-                    shared.queue.prepend(item)
-                    shared.queuedBytes += item.message.byteCount
+                    shared.outbox.queue.prepend(item)
+                    shared.outbox.queuedBytes += item.message.byteCount
                 }
                 return
             }
@@ -120,12 +120,12 @@ extension ReconnectingStorage {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<QueuedMessage?, Never>) in
                 let ready: QueuedMessage?? = shared.withLock { shared in
-                    if shared.pumpStopped { return .some(nil) }
-                    if let first = shared.queue.popFirst() {
-                        shared.queuedBytes -= first.message.byteCount
+                    if shared.outbox.pumpStopped { return .some(nil) }
+                    if let first = shared.outbox.queue.popFirst() {
+                        shared.outbox.queuedBytes -= first.message.byteCount
                         return .some(first)
                     }
-                    shared.pumpWaiter = continuation
+                    shared.outbox.pumpWaiter = continuation
                     return .none
                 }
                 if let ready { continuation.resume(returning: ready) }
@@ -138,9 +138,9 @@ extension ReconnectingStorage {
     /// Stops the pump of the connection that just ended.
     private func stopPump() {
         let waiter = shared.withLock { shared in
-            shared.pumpStopped = true
-            defer { shared.pumpWaiter = nil }
-            return shared.pumpWaiter
+            shared.outbox.pumpStopped = true
+            defer { shared.outbox.pumpWaiter = nil }
+            return shared.outbox.pumpWaiter
         }
         waiter?.resume(returning: nil)
     }

@@ -18,39 +18,65 @@ final class ReconnectingStorage: Sendable {
         let sender: Sender?
     }
 
+    /// What the socket's tasks share, behind ``shared``'s lock, grouped by concern.
     struct Shared {
         var machine: ReconnectStateMachine
-        /// The close frame asked for when the socket was ended, for a connection that
-        /// is open then or opens after.
-        var endClose: (code: WebSocketCloseCode, reason: String)?
-        /// Connections whose messages the consumer reads, oldest first: one that dropped
-        /// stays until its buffered messages have been read.
-        var readers = Deque<ClientConnection>()
         /// The open connection, once `onConnect` has finished (queued sends go to it).
         var current: WebSocket?
         var onConnectFinished = false
+        var supervisor: Task<Void, Never>?
+        var started = false
+        /// Messages waiting for a connection, and the pump that hands them over.
+        var outbox = Outbox()
+        /// Who reads `messages`, and what they read from.
+        var consumer = Consumer()
+        /// The observers of ``ReconnectingWebSocket/State``.
+        var watchers = Watchers()
+        /// How the socket was ended, once it was.
+        var ending = Ending()
+    }
+
+    /// Messages accepted by `send` and not yet handed to a connection.
+    struct Outbox {
         var queue = Deque<QueuedMessage>()
         var queuedBytes = 0
         var nextSendID: UInt64 = 0
         var cancelledSends = Set<UInt64>()
         var pumpWaiter: UnsafeContinuation<QueuedMessage?, Never>?
         var pumpStopped = false
-        var consumerWaiters: [UnsafeContinuation<Void, Never>] = []
-        var finishWaiters: [UnsafeContinuation<Void, Never>] = []
+    }
+
+    /// The consumer of `messages`.
+    struct Consumer {
+        /// Connections whose messages the consumer reads, oldest first: one that dropped
+        /// stays until its buffered messages have been read.
+        var readers = Deque<ClientConnection>()
+        var waiters: [UnsafeContinuation<Void, Never>] = []
+        var isCancelled = false
+        /// `messages` streams handed out and not yet released.
+        var liveStreams = 0
+        var handleReleased = false
+    }
+
+    /// The observers of the socket's state.
+    struct Watchers {
         var observers: [UInt64: AsyncStream<State>.Continuation] = [:]
         /// The last state handed to observers; what a new observer starts with, so it sees
         /// every later state exactly once.
         var publishedState: State = .idle
         var nextObserverID: UInt64 = 0
-        var supervisor: Task<Void, Never>?
-        var started = false
-        var consumerCancelled = false
-        /// `messages` streams handed out and not yet released.
-        var liveStreams = 0
-        var handleReleased = false
-        var unsent: [WebSocketMessage] = []
+    }
+
+    /// How the socket was ended.
+    struct Ending {
+        /// The close frame asked for when the socket was ended, for a connection that
+        /// is open then or opens after.
+        var close: (code: WebSocketCloseCode, reason: String)?
         /// The error queued sends fail with once the socket has ended.
-        var endError: WebSocketError?
+        var error: WebSocketError?
+        var unsent: [WebSocketMessage] = []
+        /// `finish` calls waiting for the end.
+        var waiters: [UnsafeContinuation<Void, Never>] = []
     }
 
     let url: String
@@ -103,9 +129,9 @@ final class ReconnectingStorage: Sendable {
     func requestEnd(_ end: State, code: WebSocketCloseCode, reason: String = "") {
         let (accepted, current, supervisor, consumers) = shared.withLock { shared in
             let accepted = shared.machine.requestEnd(end)
-            if accepted { shared.endClose = (code, ClientConnection.truncatedCloseReason(reason)) }
-            defer { shared.consumerWaiters = [] }
-            return (accepted, shared.current, shared.supervisor, shared.consumerWaiters)
+            if accepted { shared.ending.close = (code, ClientConnection.truncatedCloseReason(reason)) }
+            defer { shared.consumer.waiters = [] }
+            return (accepted, shared.current, shared.supervisor, shared.consumer.waiters)
         }
         guard accepted else { return }
         current?.connection.requestClose(code: code, reason: ClientConnection.truncatedCloseReason(reason))
@@ -138,8 +164,8 @@ final class ReconnectingStorage: Sendable {
     func waitUntilFinished() async {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             let done = shared.withLock { shared in
-                if shared.endError != nil { return true }
-                shared.finishWaiters.append(continuation)
+                if shared.ending.error != nil { return true }
+                shared.ending.waiters.append(continuation)
                 return false
             }
             if done { continuation.resume() }
@@ -150,8 +176,8 @@ final class ReconnectingStorage: Sendable {
 
     func publish(_ state: State) {
         let observers = shared.withLock { shared in
-            shared.publishedState = state
-            return Array(shared.observers.values)
+            shared.watchers.publishedState = state
+            return Array(shared.watchers.observers.values)
         }
         for observer in observers { observer.yield(state) }
     }
@@ -159,16 +185,16 @@ final class ReconnectingStorage: Sendable {
     func makeStateStream() -> AsyncStream<State> {
         let (stream, continuation) = AsyncStream<State>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let current: State = shared.withLock { shared in
-            let id = shared.nextObserverID
-            shared.nextObserverID += 1
-            if !shared.publishedState.isTerminal { shared.observers[id] = continuation }
+            let id = shared.watchers.nextObserverID
+            shared.watchers.nextObserverID += 1
+            if !shared.watchers.publishedState.isTerminal { shared.watchers.observers[id] = continuation }
             continuation.onTermination = { [weak self] _ in
-                self?.shared.withLock { _ = $0.observers.removeValue(forKey: id) }
+                self?.shared.withLock { _ = $0.watchers.observers.removeValue(forKey: id) }
             }
             // Under the lock: a state published right after registering must not be
             // yielded before this one. (A fresh stream's yield runs no termination handler.)
-            continuation.yield(shared.publishedState)
-            return shared.publishedState
+            continuation.yield(shared.watchers.publishedState)
+            return shared.watchers.publishedState
         }
         if current.isTerminal { continuation.finish() }
         return stream
@@ -183,20 +209,20 @@ final class ReconnectingStorage: Sendable {
         default: error = .closed(code: .normalClosure, reason: "")
         }
         let (observers, consumers, finishers, senders, pump) = shared.withLock { shared in
-            shared.endError = error
-            shared.publishedState = finalState
+            shared.ending.error = error
+            shared.watchers.publishedState = finalState
             shared.current = nil
-            let senders = shared.queue.compactMap(\.sender)
-            shared.unsent += shared.queue.filter { $0.sender == nil }.map(\.message)
-            shared.queue = []
-            shared.queuedBytes = 0
+            let senders = shared.outbox.queue.compactMap(\.sender)
+            shared.ending.unsent += shared.outbox.queue.filter { $0.sender == nil }.map(\.message)
+            shared.outbox.queue = []
+            shared.outbox.queuedBytes = 0
             defer {
-                shared.observers = [:]
-                shared.consumerWaiters = []
-                shared.finishWaiters = []
-                shared.pumpWaiter = nil
+                shared.watchers.observers = [:]
+                shared.consumer.waiters = []
+                shared.ending.waiters = []
+                shared.outbox.pumpWaiter = nil
             }
-            return (Array(shared.observers.values), shared.consumerWaiters, shared.finishWaiters, senders, shared.pumpWaiter)
+            return (Array(shared.watchers.observers.values), shared.consumer.waiters, shared.ending.waiters, senders, shared.outbox.pumpWaiter)
         }
         for observer in observers {
             observer.yield(finalState)

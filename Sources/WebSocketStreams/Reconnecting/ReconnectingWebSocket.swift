@@ -105,7 +105,7 @@ public final class ReconnectingWebSocket: Sendable {
 
     /// The current state (the last one ``states`` delivered).
     public var state: State {
-        storage.shared.withLock { $0.publishedState }
+        storage.shared.withLock { $0.watchers.publishedState }
     }
 
     /// Sends a message now, or when the next connection is ready; see the type's delivery notes.
@@ -175,7 +175,7 @@ public final class ReconnectingWebSocket: Sendable {
     /// Messages that no connection wrote before the socket ended, although their `send` had
     /// returned (its connection dropped first) or they were queued with ``enqueue(_:)``.
     public var unsentMessages: [WebSocketMessage] {
-        storage.shared.withLock { $0.unsent }
+        storage.shared.withLock { $0.ending.unsent }
     }
 }
 
