@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "TaskLifetimes", targets: ["TaskLifetimes"]),
         .library(name: "WebSocketTestServer", targets: ["WebSocketTestServer"]),
         .library(name: "WebSocketServiceLifecycle", targets: ["WebSocketServiceLifecycle"]),
+        // Not API: the codec hooks the allocation benchmarks (Benchmarks/Allocations) link.
+        .library(name: "WebSocketStreamsBenchmarkHooks", targets: ["WebSocketStreamsBenchmarkHooks"]),
         .executable(name: "TestServer", targets: ["TestServer"]),
         .executable(name: "wsdump", targets: ["wsdump"]),
         .executable(name: "wsbench", targets: ["wsbench"]),
@@ -57,6 +59,11 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .target(
+            name: "WebSocketStreamsBenchmarkHooks",
+            dependencies: ["WebSocketStreams"],
             swiftSettings: sharedSwiftSettings
         ),
         .target(

@@ -20,6 +20,7 @@ let package = Package(
             name: "CodecAllocations",
             dependencies: [
                 .product(name: "WebSocketStreams", package: "WebSocketStreams"),
+                .product(name: "WebSocketStreamsBenchmarkHooks", package: "WebSocketStreams"),
                 .product(name: "WebSocketTestServer", package: "WebSocketStreams"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],

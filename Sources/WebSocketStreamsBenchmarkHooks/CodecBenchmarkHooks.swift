@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WebSocketStreams
 
 /// The codec's hot paths, reachable from the allocation benchmarks in
 /// `Benchmarks/Allocations` (a package of its own, which cannot see `package` symbols).

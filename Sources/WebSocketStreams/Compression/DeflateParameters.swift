@@ -5,11 +5,11 @@
 /// the connection compresses and decompresses with. Window sizes are in bits (8...15, an
 /// LZ77 window of 2^bits bytes); "no context takeover" means that side starts every message
 /// with an empty window.
-struct DeflateParameters: Sendable, Hashable {
+package struct DeflateParameters: Sendable, Hashable {
     /// Whether this client must reset its compressor after every message.
-    var clientNoContextTakeover = false
+    package var clientNoContextTakeover = false
     /// Whether the server resets its compressor after every message.
-    var serverNoContextTakeover = false
+    package var serverNoContextTakeover = false
     /// The largest LZ77 window this client may compress with, in bits.
     var clientMaxWindowBits = 15
     /// The largest LZ77 window the server compresses with, in bits.
@@ -23,7 +23,7 @@ struct DeflateParameters: Sendable, Hashable {
     static let extensionName = "permessage-deflate"
 
     /// Default settings: context takeover on both sides, 32 KiB windows.
-    init() {}
+    package init() {}
 
     /// Reads the server's `Sec-WebSocket-Extensions` response value (RFC 7692 section 7.1).
     ///

@@ -13,10 +13,10 @@ import CLibWebSockets
 /// message goes out uncompressed with RSV1 clear, which RFC 7692 section 6 allows.
 // @unchecked: used by one thread at a time, the holder of its connection's write-side lock
 // (``WriteSide``), which owns the frame writer it belongs to.
-final class MessageDeflater: @unchecked Sendable {
+package final class MessageDeflater: @unchecked Sendable {
     /// Why no deflater could be made.
-    struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
+        package var description: String
     }
 
     /// The stripped tail of every sync-flushed message (RFC 7692 section 7.2.1).
@@ -44,7 +44,7 @@ final class MessageDeflater: @unchecked Sendable {
     /// `parameters`, at zlib's default compression level.
     ///
     /// - Throws: ``Failure`` when ``canCompress(with:)`` is `false` or zlib cannot start.
-    init(parameters: DeflateParameters) throws(Failure) {
+    package init(parameters: DeflateParameters) throws(Failure) {
         guard Self.canCompress(with: parameters) else {
             throw Failure(description: "zlib cannot compress with a \(parameters.clientMaxWindowBits)-bit window")
         }
@@ -71,7 +71,7 @@ final class MessageDeflater: @unchecked Sendable {
     /// Compresses one whole message and appends the frame payload to `output` (whatever
     /// `output` already holds stays). An empty message becomes the single octet `00`
     /// (RFC 7692 section 7.2.3.6).
-    func compress(_ input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+    package func compress(_ input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         guard let base = input.baseAddress, !input.isEmpty else {
             // An empty stored block's header; zlib would emit nothing for a flush without
             // input right after another flush. The window is unchanged either way.

@@ -19,9 +19,9 @@ import CLibWebSockets
 /// After ``InflateOutcome/tooLarge`` or ``InflateOutcome/corrupt(_:)`` the inflater refuses
 /// all further input (the connection fails anyway).
 // Confined to the connection's loop thread.
-final class MessageInflater: MessageDecompressor {
+package final class MessageInflater: MessageDecompressor {
     /// What became of the input given to the inflater.
-    typealias InflateOutcome = DecompressionOutcome
+    package typealias InflateOutcome = DecompressionOutcome
 
     /// The 4 octets a sender strips from the end of every compressed message (the end of
     /// an empty stored block) and a receiver appends before decompressing (RFC 7692 7.2.2).
@@ -48,7 +48,7 @@ final class MessageInflater: MessageDecompressor {
 
     /// A raw inflate stream for the server's messages under `parameters`
     /// (`serverNoContextTakeover` decides whether the window survives between messages).
-    init(parameters: DeflateParameters) {
+    package init(parameters: DeflateParameters) {
         resetsAfterEachMessage = parameters.serverNoContextTakeover
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
@@ -71,7 +71,7 @@ final class MessageInflater: MessageDecompressor {
     /// `output.count` never exceeds `limit`, and `output`'s capacity grows to at most
     /// `limit` here. Returns ``InflateOutcome/tooLarge`` as soon as the decompressed
     /// message would pass `limit`.
-    func inflate(_ input: UnsafeRawBufferPointer, into output: inout [UInt8], limit: Int) -> InflateOutcome {
+    package func inflate(_ input: UnsafeRawBufferPointer, into output: inout [UInt8], limit: Int) -> InflateOutcome {
         if let failure { return .corrupt(failure) }
         guard !input.isEmpty else { return .ok }
         hasInputSinceBoundary = true
@@ -85,7 +85,7 @@ final class MessageInflater: MessageDecompressor {
     /// Reports ``InflateOutcome/corrupt(_:)`` when the payload stopped inside a deflate block
     /// (a truncated or non-conforming message). A message whose payload was empty, or which
     /// ended with a final block (BFINAL, RFC 7692 section 7.2.3.4), needs no tail.
-    func finishMessage(into output: inout [UInt8], limit: Int) -> InflateOutcome {
+    package func finishMessage(into output: inout [UInt8], limit: Int) -> InflateOutcome {
         if let failure { return .corrupt(failure) }
         if hasInputSinceBoundary {
             let outcome = Self.messageTail.withUnsafeBytes { feed($0, into: &output, limit: limit) }

@@ -1,9 +1,9 @@
 /// The payload of a close frame (RFC 6455 section 5.5.1): an optional status code and a
 /// UTF-8 reason, and the rules for both.
-struct CloseFrame: Sendable, Hashable {
+package struct CloseFrame: Sendable, Hashable {
     /// The code, or `nil` for an empty close frame (reported to users as 1005).
-    var code: WebSocketCloseCode?
-    var reason: String
+    package var code: WebSocketCloseCode?
+    package var reason: String
 
     /// Parses a received close payload. An empty payload has no code; one byte, a code
     /// no endpoint may send (below 1000, 1004-1006, 1015, 1016-2999, 5000 and up) fail

@@ -1,6 +1,6 @@
 /// The opcode of a WebSocket frame (RFC 6455 section 5.2). Values 3-7 and 11-15 are
 /// reserved and have no case: a frame carrying one fails the connection.
-enum FrameOpcode: UInt8, Sendable {
+package enum FrameOpcode: UInt8, Sendable {
     case continuation = 0x0
     case text = 0x1
     case binary = 0x2

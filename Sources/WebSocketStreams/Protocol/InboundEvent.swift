@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// What the peer's bytes amounted to, in order: whole messages, control frames, or the
 /// rule they broke (after which nothing more is read).
-enum InboundEvent: Sendable, Equatable {
+package enum InboundEvent: Sendable, Equatable {
     case message(WebSocketMessage)
     case ping([UInt8])
     case pong([UInt8])

@@ -2,10 +2,10 @@
 ///
 /// `bits` holds the key bytes in memory order: storing it writes them in wire order on
 /// any machine.
-struct MaskingKey: Sendable, Hashable {
+package struct MaskingKey: Sendable, Hashable {
     var bits: UInt32
 
-    init(bits: UInt32) { self.bits = bits }
+    package init(bits: UInt32) { self.bits = bits }
 
     init(_ b0: UInt8, _ b1: UInt8, _ b2: UInt8, _ b3: UInt8) {
         var bits: UInt32 = 0
@@ -29,7 +29,7 @@ struct MaskingKey: Sendable, Hashable {
     /// `offset % 4` (so a payload can be masked in pieces). 64 bytes at a time (vector
     /// registers: about 1.5 times the speed of two words at a time on this project's
     /// machines), then 16, 8 and single bytes.
-    func copyMasked(_ source: UnsafeRawBufferPointer, to destination: UnsafeMutableRawPointer, offset: Int = 0) {
+    package func copyMasked(_ source: UnsafeRawBufferPointer, to destination: UnsafeMutableRawPointer, offset: Int = 0) {
         let count = source.count
         guard count > 0, let from = source.baseAddress else { return }
         let pattern = pattern(phase: offset & 3)

@@ -15,7 +15,7 @@ import FoundationEssentials
 ///
 /// A whole unfragmented, uncompressed message that arrives in one chunk is built straight
 /// from that chunk: one copy, one allocation (none for short text).
-struct MessageAssembler {
+package struct MessageAssembler {
     private enum Kind { case text, binary }
 
     /// The message being gathered from several frames (or several chunks).
@@ -49,7 +49,7 @@ struct MessageAssembler {
     ///   - maxMessageSize: The largest message accepted, after decompression.
     ///   - inflater: The negotiated permessage-deflate decompressor, or `nil` when
     ///     compression is off (then RSV1 is a protocol error).
-    init(maxMessageSize: Int, inflater: (any MessageDecompressor)? = nil) {
+    package init(maxMessageSize: Int, inflater: (any MessageDecompressor)? = nil) {
         self.maxMessageSize = maxMessageSize
         self.inflater = inflater
     }
@@ -59,7 +59,7 @@ struct MessageAssembler {
     /// so a caller whose consumer is full can keep the rest for later; otherwise it
     /// consumes everything (after a close frame or a failure, the rest is ignored).
     @discardableResult
-    mutating func read(_ bytes: UnsafeRawBufferPointer, into events: inout [InboundEvent], stopAfterMessage: Bool = false) -> Int {
+    package mutating func read(_ bytes: UnsafeRawBufferPointer, into events: inout [InboundEvent], stopAfterMessage: Bool = false) -> Int {
         read(bytes, into: &events, messageLimit: stopAfterMessage ? 1 : .max, byteLimit: .max)
     }
 

@@ -2,7 +2,7 @@
 /// ``MessageAssembler``: the assembler decides when a payload is compressed and where a
 /// message ends; the compression layer (`Compression/MessageInflater.swift`, on zlib) does
 /// the work. The protocol's codecs call no C themselves.
-protocol MessageDecompressor: AnyObject {
+package protocol MessageDecompressor: AnyObject {
     /// Decompresses `input` (part of one message's payload), appending to `output`, which
     /// never grows past `limit` bytes.
     func inflate(_ input: UnsafeRawBufferPointer, into output: inout [UInt8], limit: Int) -> DecompressionOutcome
@@ -12,7 +12,7 @@ protocol MessageDecompressor: AnyObject {
 }
 
 /// What decompressing part of a message came to.
-enum DecompressionOutcome: Sendable, Hashable {
+package enum DecompressionOutcome: Sendable, Hashable {
     /// Everything given was decompressed and appended.
     case ok
     /// The message inflates to more than `limit` bytes; output holds at most `limit`.

@@ -1,10 +1,10 @@
 /// Why this side fails a connection (RFC 6455 section 7.1.7): the close code it sends
 /// (1002 protocol error, 1007 invalid payload data, 1009 too big) and a reason for people.
-struct ProtocolFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    var code: WebSocketCloseCode
-    var reason: String
+package struct ProtocolFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    package var code: WebSocketCloseCode
+    package var reason: String
 
-    var description: String { "\(code.rawValue): \(reason)" }
+    package var description: String { "\(code.rawValue): \(reason)" }
 
     static func protocolError(_ reason: String) -> ProtocolFailure {
         ProtocolFailure(code: .protocolError, reason: reason)

@@ -4,7 +4,9 @@
 /// not only at the end of the message, so each received chunk is checked as it arrives
 /// and a code point may span chunks. Overlong forms, surrogates and values above
 /// U+10FFFF are rejected.
-struct UTF8Validator {
+package struct UTF8Validator {
+    package init() {}
+
     /// Continuation bytes still expected for the current code point.
     private var pending = 0
     /// The allowed range of the next continuation byte (narrower right after some lead bytes).
@@ -12,10 +14,10 @@ struct UTF8Validator {
     private var upper: UInt8 = 0xBF
 
     /// Whether the bytes seen so far end on a code point boundary.
-    var isComplete: Bool { pending == 0 }
+    package var isComplete: Bool { pending == 0 }
 
     /// Checks `bytes`; returns `false` at the first invalid byte.
-    mutating func validate(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package mutating func validate(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var index = 0
         let count = bytes.count
         while index < count {

@@ -12,7 +12,7 @@ import FoundationEssentials
 /// bounded whatever the message size. Each frame gets a fresh masking key.
 ///
 /// Confined to the connection's loop thread (it may own a zlib stream).
-struct FrameWriter {
+package struct FrameWriter {
     /// The largest frame payload written; larger messages become fragments.
     static let maxFramePayload = 1 << 20
     /// Messages shorter than this go out uncompressed: deflate cannot win on them, and
@@ -52,7 +52,7 @@ struct FrameWriter {
     /// Where the close frame ended in the latest fill's output, when that fill wrote it.
     private(set) var closeEndInFill: Int?
 
-    init(deflater: MessageDeflater? = nil) {
+    package init(deflater: MessageDeflater? = nil) {
         self.deflater = deflater
     }
 
@@ -84,7 +84,7 @@ struct FrameWriter {
     var isClosing: Bool { close != nil || closeWritten }
 
     /// Queues a message behind those already queued.
-    mutating func enqueue(_ message: WebSocketMessage) {
+    package mutating func enqueue(_ message: WebSocketMessage) {
         guard !isClosing else { return }
         messages.append(message)
     }
@@ -123,7 +123,7 @@ struct FrameWriter {
 
     /// Encodes what fits into `buffer`; returns the bytes written (0 when nothing fits or
     /// nothing is waiting).
-    mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
+    package mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
         completedInFill.removeAll(keepingCapacity: true)
         closeEndInFill = nil
         guard let base = buffer.baseAddress else { return 0 }

@@ -1,6 +1,7 @@
 import Benchmark
 import FoundationEssentials
-@_spi(Benchmarking) import WebSocketStreams
+import WebSocketStreams
+@_spi(Benchmarking) import WebSocketStreamsBenchmarkHooks
 import WebSocketTestServer
 
 // Allocation and micro benchmarks of the codec's hot paths and of a loopback echo.
