@@ -82,8 +82,9 @@ package final class EventLoopThread: TaskExecutor {
     /// Wake-ups decided under the inbox lock and not yet made: the context is destroyed
     /// only once none is left, so `lws_cancel_service` never sees a destroyed context.
     private let wakesInFlight = Atomic<Int>(0)
-    /// Debug builds: passes that made no progress right behind another such pass.
+    /// Debug builds: every `lws_service` pass.
     private let passCount = Atomic<Int>(0)
+    /// Debug builds: passes that made no progress right behind another such pass.
     private let spinCount = Atomic<Int>(0)
 
     package init(name: String, delegate: any EventLoopThreadDelegate) {
@@ -158,8 +159,6 @@ package final class EventLoopThread: TaskExecutor {
         return id != 0 && pthread_equal(pthread_t(id), pthread_self()) != 0
     }
 
-    /// Whether the caller is a job this thread runs (a task that prefers it), between
-    /// lws passes: work for the loop can then be done on the spot instead of posted.
     /// Notes that another thread's wake-up ended the poll (loop thread, from the callback).
     func noteWakeUp() {
         #if DEBUG
@@ -176,6 +175,8 @@ package final class EventLoopThread: TaskExecutor {
     /// release builds.
     package var passes: Int { passCount.load(ordering: .relaxed) }
 
+    /// Whether the caller is a job this thread runs (a task that prefers it), between
+    /// lws passes: work for the loop can then be done on the spot instead of posted.
     package var isRunningJobsHere: Bool {
         // `spare` is only read after `isCurrent` proved this is the loop thread.
         isCurrent && spare.runningJobs

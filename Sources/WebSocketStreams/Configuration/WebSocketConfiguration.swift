@@ -107,7 +107,7 @@ public struct WebSocketConfiguration: Sendable {
     /// ``redactsSecretsInLogs``) and every ping, pong and close frame; see
     /// ``WebSocketWireEvent``. `nil` (the default) observes nothing.
     ///
-    /// It is called on the event loop's loop thread, in the order things happen: it
+    /// It is called on the event loop's thread, in the order things happen: it
     /// must return at once and never block (hand the event to a stream or a lock-protected
     /// buffer). A ``ReconnectingWebSocket`` calls it for each of its connections.
     ///

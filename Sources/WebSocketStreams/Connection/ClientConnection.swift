@@ -6,11 +6,12 @@ import SynchronizationSupport
 
 /// The internal core of one client connection.
 ///
-/// It holds the ``ConnectionStateMachine`` behind one lock, shared by the user's tasks
-/// and the loop thread, and the ``ClientTransport`` that only the loop thread
-/// touches. User operations take the lock, get an action back, release the lock and
-/// then resume continuations or wake the loop: nothing is resumed, awaited or called
-/// out to while the lock is held.
+/// It holds the ``ConnectionStateMachine`` behind its lock, shared by the user's tasks and
+/// the loop thread; the ``WriteSide``, whose lock makes one writer of the socket (taken
+/// before the machine's, never after); and the ``ClientTransport`` that only the loop
+/// thread touches. User operations take a lock, get an action back, release the lock and
+/// then resume continuations or wake the loop: nothing is resumed, awaited or called out
+/// to while a lock is held.
 ///
 /// The core posts *itself* to the loop when it needs service, so the hot paths
 /// (send, consume) allocate nothing to cross threads, and a burst of sends costs one wake-up.

@@ -3,7 +3,7 @@ import DequeModule
 /// Received messages waiting for the consumer of `messages`, with the high/low
 /// watermarks that pause and resume reading from the socket.
 ///
-/// A pure value: it decides, the connection storage acts. Reading pauses when either
+/// A pure value, part of the state machine: it decides, the transport acts. Reading pauses when either
 /// limit is reached and resumes once the consumer has drained the queue to a quarter of
 /// both limits, so a slow consumer holds at most about one buffer's worth of data in
 /// memory while the peer is held back by TCP flow control.

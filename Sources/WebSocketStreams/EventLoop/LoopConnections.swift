@@ -7,10 +7,10 @@ import Logging
 /// sockets only: connecting, protocol, TLS and proxies are the connections' own), owns the
 /// connections of the loop, and routes lws callbacks and log lines to them.
 ///
-/// Only the loop's loop thread touches this object after creation (all its methods
+/// Only the loop's thread touches this object after creation (all its methods
 /// are `EventLoopThreadDelegate` callbacks or are called from them), so its mutable state
 /// needs no lock.
-// @unchecked: confined to the loop's loop thread; see above.
+// @unchecked: confined to the loop's thread; see above.
 final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
     // nonisolated(unsafe): written once while initialised, then only read (by lws).
     nonisolated(unsafe) static let protocols = LWSStatics.makeProtocolTable(

@@ -91,7 +91,7 @@ public final class WebSocketEventLoop: Sendable {
 /// computation, no semaphores), or every connection of the loop waits. Hand heavy work
 /// to another task. Once the loop has shut down, its jobs run on the global executor.
 extension WebSocketEventLoop: TaskExecutor {
-    /// Queues `job` to run on the loop's loop thread.
+    /// Queues `job` to run on the loop's thread.
     public func enqueue(_ job: consuming ExecutorJob) {
         thread.enqueue(job)
     }

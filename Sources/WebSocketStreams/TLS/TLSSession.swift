@@ -15,8 +15,8 @@ import Glibc
 ///
 /// Used by one thread at a time: the event-loop thread that created it, and, while the
 /// connection lets tasks write directly, a task holding the connection's write side
-/// (``ClientConnection/directWrites``), under which the loop then makes its own calls too
-/// (``ClientTransport/withTLSSession(_:_:)``). OpenSSL's error queue is per thread, and every
+/// (`ClientConnection.writeSide`), under which the loop then makes its own calls too
+/// (`WriteSide.withTLSSession(_:stopsDirectWrites:)`). OpenSSL's error queue is per thread, and every
 /// method clears it before and after its work, so failures reported here never mix with
 /// another library's errors on that thread.
 // @unchecked: not thread-safe itself; the confinement above (loop thread, or the write-side

@@ -9,7 +9,8 @@ extension ClientTransport {
     ///
     /// Called wherever something may have been queued: after reads (pongs, a close
     /// answer), from posted work (user sends), on writable callbacks and timers. It never
-    /// blocks, and costs nothing when there is nothing to write.
+    /// blocks; with nothing to write it takes the write side's lock and asks the machine
+    /// twice (is there anything to take, is anything left).
     func flush(_ connection: ClientConnection, loop: LoopConnections) {
         guard let socket, !dropRequested, !hasEnded else { return }
         let context = WriteSide.FlushContext(

@@ -43,9 +43,10 @@ struct RawSocket: @unchecked Sendable {
     /// ``SocketConnector``) to lws as a raw socket of `vhost`. `nil` when lws refused it
     /// (it has closed the descriptor then, and no callback follows).
     ///
-    /// Reading starts disabled: a connect in progress is watched for writability only, so a
-    /// failed connect ends in a hang-up with its error still on the socket (a read would
-    /// consume it), and ``SocketConnector/pendingError(_:)`` can say what went wrong.
+    /// The caller disables reading while a connect is in progress (``setReading(_:)``): it
+    /// is watched for writability only, so a failed connect ends in a hang-up with its
+    /// error still on the socket (a read would consume it), and
+    /// ``SocketConnector/pendingError(_:)`` can say what went wrong.
     static func adopt(
         descriptor: Int32, vhost: OpaquePointer, protocolName: String, opaque: UnsafeMutableRawPointer
     ) -> RawSocket? {

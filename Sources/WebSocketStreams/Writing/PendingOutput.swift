@@ -3,7 +3,8 @@
 /// only what the kernel did not take is copied here. Memory is given back once a large
 /// backlog has drained.
 ///
-/// Confined to the loop's loop thread, like the transport that owns it.
+/// Part of the write side's state (``WriteSide/State/pending``), behind its lock: the loop
+/// and a task whose direct write the socket took only part of both append to it.
 struct PendingOutput {
     private var bytes: [UInt8] = []
     private var start = 0

@@ -1,5 +1,4 @@
 import LibWebSocketsLoop
-import LibWebSocketsLoop
 import Synchronization
 import SynchronizationSupport
 

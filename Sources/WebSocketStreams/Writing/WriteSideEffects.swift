@@ -1,11 +1,11 @@
-/// What a flush owes others once the write side (``ClientConnection/directWrites``) is
+/// What a flush owes others once the write side (``WriteSide``) is
 /// released: senders whose messages it admitted, wire events for the user's observer, and
 /// the metrics of what it wrote. A flush collects them while it holds the lock and carries
 /// them out after, so no continuation is resumed and no user code or metrics backend runs
 /// while the lock is held (a sender resumed inside it could try to write directly and find
 /// the lock taken; an observer could do anything).
 ///
-/// Confined to the loop's loop thread, like the transport that owns it; its arrays keep
+/// Kept by the write side for the loop (``WriteSide/LoopSide``), used on the loop's thread only; its arrays keep
 /// their capacity from flush to flush.
 struct WriteSideEffects {
     private(set) var admitted: [OutboundQueue.Sender] = []

@@ -19,8 +19,8 @@ import DequeModule
 /// waiting for the consumer (``InboundQueue``), messages accepted by `send` and not yet
 /// taken for writing (``OutboundQueue``), pings waiting for their pong, and keep-alive.
 ///
-/// The methods are grouped by concern in the files beside this one: opening, sending,
-/// receiving, closing (with timers), and the consumer's lifetime.
+/// The methods are grouped by concern in the files beside this one: the stages' data
+/// (`+Stages`), opening, sending, receiving, closing, timers, and the consumer's lifetime.
 struct ConnectionStateMachine {
     /// Where the connection is in its life, with what only that stage has.
     enum State {
