@@ -131,7 +131,7 @@ private func checkHead(_ head: HTTPResponseHead) {
 /// deflater and an inflater.
 private func validate(_ head: HTTPResponseHead, setup: HandshakeSetup, rest: UnsafeRawBufferPointer) {
     let result = HandshakeValidator.validate(
-        head, key: handshakeKey, offeredSubprotocols: setup.offeredSubprotocols,
+        head, key: handshakeKey, sha1: Crypto.sha1, offeredSubprotocols: setup.offeredSubprotocols,
         offeredExtensions: [DeflateParameters.extensionName]
     )
     switch result {

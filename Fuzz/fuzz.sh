@@ -22,14 +22,15 @@ src=$root/Sources/WebSocketStreams
 
 # The protocol code under test and what it needs, nothing that does I/O.
 library=(
-    Protocol/CloseFrame.swift Protocol/DeflateParameters.swift Protocol/FrameDecoder.swift
+    Protocol/CloseFrame.swift Protocol/FrameDecoder.swift
     Protocol/FrameHeader.swift Protocol/FrameOpcode.swift Protocol/HTTPBodyCollector.swift
     Protocol/HTTPResponseHead.swift Protocol/HTTPResponseParser.swift Protocol/HandshakeRequest.swift
     Protocol/HandshakeValidator.swift Protocol/InboundEvent.swift Protocol/MessageAssembler.swift
-    Protocol/ProtocolFailure.swift Protocol/SOCKS5Handshake.swift
-    Support/ProxyAddress.swift Support/ProxyEnvironment.swift
-    Native/Crypto.swift Native/MessageDeflater.swift Native/MessageInflater.swift Native/PayloadArena.swift
-    Support/UTF8Validator.swift
+    Protocol/MessageDecompressor.swift Protocol/PayloadArena.swift Protocol/ProtocolFailure.swift
+    Protocol/UTF8Validator.swift
+    Proxy/ProxyAddress.swift Proxy/ProxyEnvironment.swift Proxy/SOCKS5Handshake.swift
+    Compression/DeflateParameters.swift Compression/MessageDeflater.swift Compression/MessageInflater.swift
+    TLS/Crypto.swift
     WebSocketCloseCode.swift WebSocketError.swift WebSocketErrorCode.swift WebSocketMessage.swift WebSocketURL.swift
 )
 
