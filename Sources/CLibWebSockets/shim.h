@@ -164,4 +164,33 @@ static inline int wss_write_private_key_pem(EVP_PKEY *key, const char *path) {
     return ok;
 }
 
+/// The DER SubjectPublicKeyInfo of certificate `index` of the connection's verified chain
+/// (leaf first) or, when there is none (verification off, a resumed session), of the chain
+/// the peer sent. Allocates `*out` (free it with `wss_free`); returns its length, 0 past the
+/// chain's end, negative on error. What `sha256/` public-key pins are the digest of.
+static inline int wss_peer_public_key_der(SSL *ssl, int index, unsigned char **out) {
+    STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+    if (chain == NULL) chain = SSL_get_peer_cert_chain(ssl);
+    if (chain == NULL || index < 0 || index >= sk_X509_num(chain)) return 0;
+    *out = NULL;
+    return i2d_X509_PUBKEY(X509_get_X509_PUBKEY(sk_X509_value(chain, index)), out);
+}
+
+/// The DER SubjectPublicKeyInfo of the first certificate in the PEM file at `path`, as
+/// `wss_peer_public_key_der` gives it; negative when the file cannot be read.
+static inline int wss_certificate_file_public_key_der(const char *path, unsigned char **out) {
+    FILE *file = fopen(path, "r");
+    if (!file) return -1;
+    X509 *certificate = PEM_read_X509(file, NULL, NULL, NULL);
+    fclose(file);
+    if (!certificate) return -1;
+    *out = NULL;
+    int length = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(certificate), out);
+    X509_free(certificate);
+    return length;
+}
+
+/// `OPENSSL_free` (a macro).
+static inline void wss_free(void *pointer) { OPENSSL_free(pointer); }
+
 #endif

@@ -81,6 +81,12 @@ struct WSDump: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The PEM private key of --cert.", valueName: "path"))
     var key: String?
 
+    @Option(help: ArgumentHelp("A public-key pin the server's chain must hold (as curl's --pinnedpubkey); repeatable.", valueName: "sha256/BASE64"))
+    var pin: [String] = []
+
+    @Option(help: ArgumentHelp("The TLS server name to send and verify, when it is not the URL's host.", valueName: "name"))
+    var servername: String?
+
     @Flag(help: "Send input lines as binary messages.")
     var binary = false
 
@@ -164,6 +170,8 @@ struct WSDump: AsyncParsableCommand {
         configuration.tls.trustedCAFile = caFile
         configuration.tls.clientCertificateFile = cert
         configuration.tls.clientKeyFile = key
+        configuration.tls.pinnedPublicKeys = pin
+        configuration.tls.serverName = servername
         if let pingInterval {
             guard pingInterval >= 0 else { throw ValidationError("--ping-interval must be 0 or more seconds") }
             configuration.pingInterval = pingInterval == 0 ? nil : .seconds(pingInterval)

@@ -1,4 +1,5 @@
 import CLibWebSockets
+import FoundationEssentials
 import Glibc
 
 /// A throwaway certificate authority and server certificate, generated with OpenSSL
@@ -61,6 +62,25 @@ public struct TestCertificates: Sendable {
         else {
             throw TestServerError.certificateGeneration("could not write PEM files to \(directory)")
         }
+    }
+
+    /// The CA's public-key pin (`sha256/BASE64`, for `WebSocketConfiguration.TLS.pinnedPublicKeys`).
+    public var caPublicKeyPin: String { Self.publicKeyPin(ofCertificateFile: caCertificateFile) ?? "" }
+
+    /// The server certificate's public-key pin.
+    public var serverPublicKeyPin: String { Self.publicKeyPin(ofCertificateFile: serverCertificateFile) ?? "" }
+
+    /// The `sha256/BASE64` pin of the public key of the first certificate in the PEM file at
+    /// `path`: the base64 SHA-256 of its DER SubjectPublicKeyInfo. `nil` when it cannot be read.
+    public static func publicKeyPin(ofCertificateFile path: String) -> String? {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = wss_certificate_file_public_key_der(path, &der)
+        guard length > 0, let der else { return nil }
+        defer { wss_free(der) }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var digestLength: UInt32 = 0
+        guard EVP_Digest(der, Int(length), &digest, &digestLength, EVP_sha256(), nil) == 1 else { return nil }
+        return "sha256/" + Data(digest.prefix(Int(digestLength))).base64EncodedString()
     }
 
     /// Deletes the generated files and their folder.

@@ -59,6 +59,11 @@ struct ArgumentTests {
         #expect(tls.configuration.tls.clientCertificateFile == "/etc/hostname")
         #expect(tls.configuration.tls.clientKeyFile == "/etc/hosts")
         #expect(!tls.configuration.tls.allowUntrustedCertificates)
+        let pinned = try WSDump.sessionOptions(from: [
+            "wss://10.0.0.1/", "--pin", "sha256/a", "--pin", "sha256/b", "--servername", "api.example.org",
+        ])
+        #expect(pinned.configuration.tls.pinnedPublicKeys == ["sha256/a", "sha256/b"])
+        #expect(pinned.configuration.tls.serverName == "api.example.org")
         let defaults = try WSDump.sessionOptions(from: ["ws://h/"])
         #expect(defaults.configuration.pingInterval == .seconds(20))
         #expect(defaults.configuration.compression)

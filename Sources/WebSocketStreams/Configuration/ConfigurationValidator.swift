@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Checks a ``WebSocketConfiguration`` before anything is sent, so mistakes surface as
 /// ``WebSocketError/invalidConfiguration(_:)`` with the reason instead of a malformed request.
 enum ConfigurationValidator {
@@ -44,6 +46,19 @@ enum ConfigurationValidator {
         if (tls.clientCertificateFile == nil) != (tls.clientKeyFile == nil) {
             throw .invalidConfiguration("clientCertificateFile and clientKeyFile must be given together")
         }
+        for pin in tls.pinnedPublicKeys where !Self.isPublicKeyPin(pin) {
+            throw .invalidConfiguration(
+                "tls.pinnedPublicKeys: '\(pin)' is not a pin; write sha256/ and the base64 SHA-256 of the key's DER SubjectPublicKeyInfo (44 characters)")
+        }
+        if let name = tls.serverName, name.isEmpty || name.contains(where: { $0.isWhitespace || $0 == "/" || $0 == "\0" }) {
+            throw .invalidConfiguration("tls.serverName '\(name)' is not a host name")
+        }
+    }
+
+    /// Whether `pin` is `sha256/` followed by the base64 of 32 bytes.
+    static func isPublicKeyPin(_ pin: String) -> Bool {
+        guard pin.hasPrefix("sha256/"), let digest = Data(base64Encoded: String(pin.dropFirst(7))) else { return false }
+        return digest.count == 32
     }
 
     /// RFC 7230 `tchar`.

@@ -1,4 +1,5 @@
 import CLibWebSockets
+import FoundationEssentials
 
 /// The cryptography the protocol needs, from OpenSSL's libcrypto: SHA-1 for
 /// `Sec-WebSocket-Accept` and random bytes for handshake keys and masking keys.
@@ -16,6 +17,25 @@ enum Crypto {
         }
         precondition(ok == 1, "libcrypto could not compute SHA-1")
         return Array(digest.prefix(Int(length)))
+    }
+
+    /// The SHA-256 digest (32 bytes) of `bytes`.
+    static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let input = Array(bytes)
+        let ok = input.withUnsafeBytes { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+            }
+        }
+        precondition(ok == 1, "libcrypto could not compute SHA-256")
+        return Array(digest.prefix(Int(length)))
+    }
+
+    /// The `sha256/BASE64` pin of a DER SubjectPublicKeyInfo, as OkHttp and curl write them.
+    static func publicKeyPin(ofSubjectPublicKeyInfo der: UnsafeBufferPointer<UInt8>) -> String {
+        "sha256/" + Data(sha256(der)).base64EncodedString()
     }
 
     /// Fills `buffer` with bytes from OpenSSL's CSPRNG.

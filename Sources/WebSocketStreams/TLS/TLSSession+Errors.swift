@@ -1,8 +1,23 @@
 import CLibWebSockets
 import Glibc
 
-/// How TLS failures and host names read in errors.
+/// How TLS failures and host names read in errors, and what a peer's chain is pinned by.
 extension TLSSession {
+    /// The `sha256/BASE64` pins of the public keys of the peer's certificates, leaf first:
+    /// the verified chain, or the chain the peer sent when there is none. Call once the
+    /// handshake is done.
+    func peerPublicKeyPins() -> [String] {
+        var pins: [String] = []
+        for index in 0..<16 {
+            var der: UnsafeMutablePointer<UInt8>?
+            let length = wss_peer_public_key_der(ssl, Int32(index), &der)
+            guard length > 0, let der else { break }
+            defer { wss_free(der) }
+            pins.append(Crypto.publicKeyPin(ofSubjectPublicKeyInfo: UnsafeBufferPointer(start: der, count: Int(length))))
+        }
+        return pins
+    }
+
     /// Whether `host` is an IPv4 dotted quad or an IPv6 address (without brackets or zone).
     static func isIPLiteral(_ host: String) -> Bool {
         var ipv4 = in_addr()

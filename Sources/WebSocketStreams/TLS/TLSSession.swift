@@ -48,7 +48,7 @@ final class TLSSession: @unchecked Sendable {
     /// Keeps the `SSL_CTX` configuration (trust, ALPN) this session was made from alive.
     private let context: TLSClientContext
     /// The `SSL *`; owns both BIOs.
-    private let ssl: OpaquePointer
+    let ssl: OpaquePointer
     /// The memory BIO OpenSSL reads the server's ciphertext from.
     private let readBIO: OpaquePointer
     /// The memory BIO OpenSSL writes ciphertext for the server into.

@@ -93,7 +93,7 @@ extension ClientTransport {
         }
         do {
             tls = try TLSSession(
-                context: tlsContext, host: url.host, verifyHost: !configuration.tls.allowUntrustedCertificates,
+                context: tlsContext, host: tlsServerName, verifyHost: !configuration.tls.allowUntrustedCertificates,
                 resuming: tlsContext.ticket(forServer: tlsServerKey))
         } catch {
             failHandshake(connection, error)
@@ -103,8 +103,11 @@ extension ClientTransport {
         continueTLSHandshake(connection, loop: loop)
     }
 
+    /// The name sent in SNI and verified: ``WebSocketConfiguration/TLS/serverName``, else the URL's host.
+    var tlsServerName: String { configuration.tls.serverName ?? url.host }
+
     /// The key session tickets are kept under.
-    var tlsServerKey: String { url.unixSocketPath.map { "unix:\($0)" } ?? "\(url.host):\(url.port)" }
+    var tlsServerKey: String { url.unixSocketPath.map { "unix:\($0)" } ?? "\(tlsServerName):\(url.port)" }
 
     /// Runs the TLS handshake as far as the bytes received allow.
     func continueTLSHandshake(_ connection: ClientConnection, loop: LoopConnections) {
@@ -116,10 +119,27 @@ extension ClientTransport {
             flushCiphertext(connection, loop: loop)
             failHandshake(connection, error)
         case .done:
+            if let mismatch = pinMismatch(of: tls) {
+                failHandshake(connection, mismatch)
+                return
+            }
             connection.logger.trace("TLS established with \(url.hostHeader)\(tls.isResumed ? " (resumed session)" : "")")
             sendUpgradeRequest(connection, loop: loop)
             pumpTLS(connection, loop: loop)
         }
+    }
+
+    /// The error for a server whose chain holds none of ``WebSocketConfiguration/TLS/pinnedPublicKeys``,
+    /// or `nil`. A resumed session is not checked: its ticket was kept only after a full
+    /// handshake with the same settings passed the pins.
+    private func pinMismatch(of tls: TLSSession) -> WebSocketError? {
+        let pins = configuration.tls.pinnedPublicKeys
+        guard !pins.isEmpty, !tls.isResumed else { return nil }
+        let presented = tls.peerPublicKeyPins()
+        guard presented.allSatisfy({ !pins.contains($0) }) else { return nil }
+        let keys = presented.isEmpty ? "none" : presented.joined(separator: ", ")
+        return .tlsFailure(
+            "the server's certificates match none of tls.pinnedPublicKeys (\(tlsServerName)); their public keys are \(keys)")
     }
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: LoopConnections) {
