@@ -52,17 +52,17 @@ extension WebSocket {
         } else if let proxy = try proxyAddress(for: parsed, configuration.proxy) {
             // The socket goes to the proxy; an HTTP or socks5h proxy resolves the server's name.
             target = ConnectTarget(
-                endpoint: .tcp(address: try await resolve(proxy.host, by: deadline), port: proxy.port), proxy: proxy)
+                endpoint: try await endpoint(proxy.host, port: proxy.port, configuration, by: deadline), proxy: proxy)
             if case .socks5(let resolvesNames) = proxy.kind {
                 if resolvesNames, !HostResolver.isNumericAddress(parsed.host) {
                     target.socksDestination = .hostName(parsed.host)
                 } else {
-                    let address = try await resolve(parsed.host, by: deadline)
+                    let address = try await resolve(parsed.host, configuration, by: deadline)
                     target.socksDestination = SocketConnector.addressBytes(address).map { .address($0) } ?? .hostName(address)
                 }
             }
         } else {
-            target = ConnectTarget(endpoint: .tcp(address: try await resolve(parsed.host, by: deadline), port: parsed.port))
+            target = ConnectTarget(endpoint: try await endpoint(parsed.host, port: parsed.port, configuration, by: deadline))
         }
         if parsed.isSecure {
             // Building a TLS context can take a few hundred milliseconds (the system CAs):
@@ -137,10 +137,42 @@ private func proxyAddress(for url: WebSocketURL, _ proxy: WebSocketProxy?) throw
     }
 }
 
-/// A numeric address for `host`, resolved off the loop within `deadline`.
-private func resolve(_ host: String, by deadline: ContinuousClock.Instant) async throws -> String {
-    if HostResolver.isNumericAddress(host) { return host }
-    return try await withDeadline(deadline) { try await HostResolver.resolve(host) }
+/// Every numeric address of `host`, from the configuration's resolver or the system's,
+/// off the loop within `deadline`.
+private func addresses(
+    of host: String, _ configuration: WebSocketConfiguration, by deadline: ContinuousClock.Instant
+) async throws -> [String] {
+    if HostResolver.isNumericAddress(host) { return [host] }
+    guard let resolver = configuration.resolver else {
+        return try await withDeadline(deadline) { try await HostResolver.resolveAll(host) }
+    }
+    let found = try await withDeadline(deadline) { try await resolver.resolve(host) }
+    if let bad = found.first(where: { !HostResolver.isNumericAddress($0) }) {
+        throw WebSocketError.connectionFailed("the resolver gave '\(bad)' for '\(host)', which is not a numeric address")
+    }
+    guard !found.isEmpty else { throw WebSocketError.connectionFailed("could not resolve host '\(host)': the resolver found no address") }
+    return found
+}
+
+/// One numeric address for `host` (its first IPv4 one, else its first), within `deadline`.
+private func resolve(
+    _ host: String, _ configuration: WebSocketConfiguration, by deadline: ContinuousClock.Instant
+) async throws -> String {
+    let all = try await addresses(of: host, configuration, by: deadline)
+    return all.first { !$0.contains(":") } ?? all[0]
+}
+
+/// Where the socket for `host` goes: its one address, or, when it has several, the socket
+/// the address race connected first (``AddressRace``).
+private func endpoint(
+    _ host: String, port: Int, _ configuration: WebSocketConfiguration, by deadline: ContinuousClock.Instant
+) async throws -> SocketConnector.Endpoint {
+    let all = try await addresses(of: host, configuration, by: deadline)
+    guard all.count > 1 else { return .tcp(address: all[0], port: port) }
+    let socket = try await AddressRace.race(
+        host: host, addresses: AddressRace.interleave(all), port: port,
+        attemptDelay: configuration.connectionAttemptDelay, deadline: deadline)
+    return .connected(socket)
 }
 
 /// Runs `operation`, throwing ``WebSocketError/timedOut`` if it has not finished by `deadline`.

@@ -95,6 +95,9 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         info.protocols = UnsafePointer(Self.protocols)
         info.extensions = settings.compression ? UnsafePointer(ServerTables.deflateExtensions) : nil
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
+        // lws 4.1.6 binds an IPv6 socket to every address when given an IPv4 `iface`: with
+        // IPv6 off for an IPv4 host, it listens on that address only (loopback stays loopback).
+        if !settings.host.contains(":") { info.options |= UInt64(LWS_SERVER_OPTION_DISABLE_IPV6) }
         info.user = contextUser
         info.gid = -1
         info.uid = -1

@@ -42,6 +42,9 @@ enum ConfigurationValidator {
               configuration.maxBufferedBytes > 0, configuration.maxBufferedSendBytes > 0 else {
             throw .invalidConfiguration("message and buffer limits must be positive")
         }
+        guard configuration.connectionAttemptDelay >= .zero else {
+            throw .invalidConfiguration("connectionAttemptDelay must not be negative")
+        }
         let tls = configuration.tls
         if (tls.clientCertificateFile == nil) != (tls.clientKeyFile == nil) {
             throw .invalidConfiguration("clientCertificateFile and clientKeyFile must be given together")

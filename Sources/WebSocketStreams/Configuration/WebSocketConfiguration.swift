@@ -10,6 +10,8 @@ import Logging
 /// | ``compression`` | `true` | Offer permessage-deflate (RFC 7692) |
 /// | ``tls`` | verify | Verify the server against the system CAs and the host name |
 /// | ``connectTimeout`` | 10 s | Deadline for TCP, TLS and the HTTP upgrade together |
+/// | ``connectionAttemptDelay`` | 250 ms | How long one address may take before the next is tried too (Happy Eyeballs) |
+/// | ``resolver`` | the system's | Where host names get their addresses (`getaddrinfo`, or your own) |
 /// | ``pingInterval`` | 20 s | Idle keep-alive ping period; `nil` disables it |
 /// | ``pongTimeout`` | 10 s | A ping unanswered this long ends the connection (``WebSocketError/pongTimeout``) |
 /// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
@@ -51,6 +53,18 @@ public struct WebSocketConfiguration: Sendable {
     /// The deadline for the whole opening handshake: TCP connect, TLS and the HTTP
     /// upgrade. Exceeding it throws ``WebSocketError/timedOut``.
     public var connectTimeout: Duration = .seconds(10)
+
+    /// When a host name has several addresses, how long a connection attempt to one may go
+    /// without an answer before an attempt to the next starts beside it (RFC 8305 Happy
+    /// Eyeballs: IPv6 and IPv4 addresses interleaved, IPv6 first). The first attempt that
+    /// connects wins and the others are closed; an attempt that fails starts the next at
+    /// once. A host with one address is connected as it always was.
+    public var connectionAttemptDelay: Duration = .milliseconds(250)
+
+    /// Where host names get their addresses: `nil` (the default) asks the system
+    /// (`getaddrinfo`, so `/etc/hosts` and DNS work as they do for curl); give your own for
+    /// service discovery or tests. Addresses it returns must be numeric.
+    public var resolver: WebSocketResolver?
 
     /// How long the connection may be idle before a keep-alive ping is sent; `nil` sends none.
     public var pingInterval: Duration? = .seconds(20)

@@ -17,10 +17,17 @@ enum HostResolver {
     /// Throws ``WebSocketError/connectionFailed(_:)`` when the name does not resolve, and
     /// `CancellationError` when the task is cancelled (the lookup is left to finish).
     static func resolve(_ host: String) async throws -> String {
-        if isNumericAddress(host) { return host }
+        let all = try await resolveAll(host)
+        return all.first { !$0.contains(":") } ?? all[0]
+    }
+
+    /// Every numeric address of `host`, in the order `getaddrinfo` sorts them (RFC 6724),
+    /// without repeats: the host itself when it is an IP literal. Throws as ``resolve(_:)``.
+    static func resolveAll(_ host: String) async throws -> [String] {
+        if isNumericAddress(host) { return [host] }
         let once = ResumeOnce()
         return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<String, any Error>) in
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[String], any Error>) in
                 once.install(continuation)
                 let started = DetachedThread.run(name: "ws-resolve") {
                     once.resume(with: lookUp(host))
@@ -39,7 +46,7 @@ enum HostResolver {
         return inet_pton(AF_INET, host, &buffer) == 1 || inet_pton(AF_INET6, host, &buffer) == 1
     }
 
-    private static func lookUp(_ host: String) -> Result<String, any Error> {
+    private static func lookUp(_ host: String) -> Result<[String], any Error> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -51,17 +58,16 @@ enum HostResolver {
             return .failure(WebSocketError.connectionFailed("could not resolve host '\(host)': \(reason)"))
         }
         defer { freeaddrinfo(list) }
-        var firstIPv6: String?
+        var addresses: [String] = []
         var entry: UnsafeMutablePointer<addrinfo>? = list
         while let current = entry {
-            if let text = numericText(current.pointee) {
-                if current.pointee.ai_family == AF_INET { return .success(text) }
-                if firstIPv6 == nil { firstIPv6 = text }
-            }
+            if let text = numericText(current.pointee), !addresses.contains(text) { addresses.append(text) }
             entry = current.pointee.ai_next
         }
-        if let firstIPv6 { return .success(firstIPv6) }
-        return .failure(WebSocketError.connectionFailed("could not resolve host '\(host)': no usable address"))
+        guard !addresses.isEmpty else {
+            return .failure(WebSocketError.connectionFailed("could not resolve host '\(host)': no usable address"))
+        }
+        return .success(addresses)
     }
 
     private static func numericText(_ info: addrinfo) -> String? {
@@ -77,15 +83,15 @@ enum HostResolver {
 private final class ResumeOnce: Sendable {
     private enum State {
         case idle
-        case waiting(UnsafeContinuation<String, any Error>)
-        case early(Result<String, any Error>)
+        case waiting(UnsafeContinuation<[String], any Error>)
+        case early(Result<[String], any Error>)
         case done
     }
 
     private let state = AnnotatedMutex<State>(.idle)
 
-    func install(_ continuation: UnsafeContinuation<String, any Error>) {
-        let early: Result<String, any Error>? = state.withLock { state in
+    func install(_ continuation: UnsafeContinuation<[String], any Error>) {
+        let early: Result<[String], any Error>? = state.withLock { state in
             if case .early(let result) = state {
                 state = .done
                 return result
@@ -96,8 +102,8 @@ private final class ResumeOnce: Sendable {
         if let early { continuation.resume(with: early) }
     }
 
-    func resume(with result: Result<String, any Error>) {
-        let continuation: UnsafeContinuation<String, any Error>? = state.withLock { state in
+    func resume(with result: Result<[String], any Error>) {
+        let continuation: UnsafeContinuation<[String], any Error>? = state.withLock { state in
             switch state {
             case .idle:
                 state = .early(result)

@@ -14,11 +14,14 @@ enum SocketConnector {
         case tcp(address: String, port: Int)
         /// A Unix domain socket's path.
         case unix(path: String)
+        /// A socket already connected (by ``AddressRace``), for the loop to adopt.
+        case connected(ConnectedSocket)
 
         var description: String {
             switch self {
             case .tcp(let address, let port): address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
             case .unix(let path): "unix socket \(path)"
+            case .connected(let socket): socket.description
             }
         }
     }
@@ -59,6 +62,9 @@ enum SocketConnector {
             var noDelay: Int32 = 1
             _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
             return try connect(descriptor, &storage, length, endpoint: endpoint)
+        case .connected(let socket):
+            guard let descriptor = socket.take() else { throw .connectionFailed("the socket to \(socket) was already used") }
+            return Started(descriptor: descriptor, inProgress: false)
         case .unix(let path):
             var storage = sockaddr_storage()
             var length = socklen_t(0)
