@@ -7,29 +7,25 @@ import FoundationEssentials
 enum Crypto {
     /// The SHA-1 digest (20 bytes) of `bytes`.
     static func sha1(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let input = Array(bytes)
-        let ok = input.withUnsafeBytes { input in
-            digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha1(), nil)
-            }
-        }
-        precondition(ok == 1, "libcrypto could not compute SHA-1")
-        return Array(digest.prefix(Int(length)))
+        digest(bytes, with: EVP_sha1(), named: "SHA-1")
     }
 
     /// The SHA-256 digest (32 bytes) of `bytes`.
     static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        digest(bytes, with: EVP_sha256(), named: "SHA-256")
+    }
+
+    /// `bytes` digested with `algorithm` by libcrypto.
+    private static func digest(_ bytes: some Collection<UInt8>, with algorithm: OpaquePointer?, named name: String) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let input = Array(bytes)
         let ok = input.withUnsafeBytes { input in
             digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha256(), nil)
+                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, algorithm, nil)
             }
         }
-        precondition(ok == 1, "libcrypto could not compute SHA-256")
+        precondition(ok == 1, "libcrypto could not compute \(name)")
         return Array(digest.prefix(Int(length)))
     }
 
