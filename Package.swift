@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         .systemLibrary(
@@ -58,6 +59,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: sharedSwiftSettings
         ),
@@ -171,6 +173,8 @@ let package = Package(
                 "WebSocketStreams", "WebSocketTestServer", "LibWebSocketsLoop", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: sharedSwiftSettings
         ),

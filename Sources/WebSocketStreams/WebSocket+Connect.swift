@@ -1,5 +1,6 @@
 import FoundationEssentials
 import SynchronizationSupport
+import Logging
 
 extension WebSocket {
     /// Opens a connection and returns once the opening handshake has succeeded.
@@ -36,23 +37,65 @@ extension WebSocket {
     }
 
     /// The work of ``connect(to:configuration:eventLoop:)-(String,_,_)``, with the metrics
-    /// that count its failures.
+    /// that count its failures: one hop, then one more per redirect followed
+    /// (``RedirectChain``), all within one ``WebSocketConfiguration/connectTimeout``.
     private static func open(
         _ url: String, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
         metrics: ConnectionMetrics?
     ) async throws -> WebSocket {
         let parsed = try WebSocketURL(parsing: url)
         try ConfigurationValidator.validate(configuration)
-        let deadline = ContinuousClock.now + configuration.connectTimeout
+        let startedAt = ContinuousClock.now
+        let deadline = startedAt + configuration.connectTimeout
         try await eventLoop.ensureStarted()
+        var redirects = RedirectChain(start: parsed, maxRedirects: configuration.maxRedirects)
+        var hopConfiguration = configuration
+        let span = ConnectSpan.start(url: parsed)
+        if let span { hopConfiguration.headers = span.injectingContext(into: configuration.headers) }
+        while true {
+            do {
+                let connection = try await openHop(
+                    redirects.current, configuration: hopConfiguration, eventLoop: eventLoop, startedAt: startedAt,
+                    deadline: deadline, redirects: redirects.redirects, metrics: metrics)
+                span?.opened(connection.connectTimings)
+                return connection
+            } catch let error as WebSocketError {
+                switch redirects.next(after: error) {
+                case .notARedirect:
+                    span?.failed(error, redirects: redirects.redirects)
+                    throw error
+                case .refuse(let refusal):
+                    span?.failed(refusal, redirects: redirects.redirects)
+                    throw refusal
+                case .follow(let dropCredentials):
+                    if dropCredentials {
+                        hopConfiguration.headers = RedirectChain.withoutCredentials(hopConfiguration.headers)
+                    }
+                    configuration.logger.debug(
+                        "following a redirect (\(error.httpStatus ?? 0)) to \(redirects.current.hostHeader)")
+                }
+            } catch {
+                span?.failed(error, redirects: redirects.redirects)
+                throw error
+            }
+        }
+    }
 
+    /// Connects to `parsed` once: resolves, races its addresses, and runs the handshake.
+    private static func openHop(
+        _ parsed: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
+        startedAt: ContinuousClock.Instant, deadline: ContinuousClock.Instant, redirects: Int, metrics: ConnectionMetrics?
+    ) async throws -> WebSocket {
+        var timings = WebSocketConnectTimings()
+        timings.redirects = redirects
         var target: ConnectTarget
         if let path = parsed.unixSocketPath {
             target = ConnectTarget(endpoint: .unix(path: path))
         } else if let proxy = try proxyAddress(for: parsed, configuration.proxy) {
             // The socket goes to the proxy; an HTTP or socks5h proxy resolves the server's name.
             target = ConnectTarget(
-                endpoint: try await endpoint(proxy.host, port: proxy.port, configuration, by: deadline), proxy: proxy)
+                endpoint: try await endpoint(proxy.host, port: proxy.port, configuration, by: deadline, timings: &timings),
+                proxy: proxy)
             if case .socks5(let resolvesNames) = proxy.kind {
                 if resolvesNames, !HostResolver.isNumericAddress(parsed.host) {
                     target.socksDestination = .hostName(parsed.host)
@@ -62,7 +105,8 @@ extension WebSocket {
                 }
             }
         } else {
-            target = ConnectTarget(endpoint: try await endpoint(parsed.host, port: parsed.port, configuration, by: deadline))
+            target = ConnectTarget(
+                endpoint: try await endpoint(parsed.host, port: parsed.port, configuration, by: deadline, timings: &timings))
         }
         if parsed.isSecure {
             // Building a TLS context can take a few hundred milliseconds (the system CAs):
@@ -71,7 +115,8 @@ extension WebSocket {
         }
         let connection = ClientConnection(
             url: parsed, configuration: configuration, eventLoop: eventLoop,
-            target: target, handshakeDeadline: deadline, metrics: metrics)
+            target: target, timings: ConnectClock(timings: timings, startedAt: startedAt),
+            handshakeDeadline: deadline, metrics: metrics)
         try await connection.connect()
         return WebSocket(connection: connection)
     }
@@ -163,15 +208,31 @@ private func resolve(
 }
 
 /// Where the socket for `host` goes: its one address, or, when it has several, the socket
-/// the address race connected first (``AddressRace``).
+/// the address race connected first (``AddressRace``). Only addresses of
+/// ``WebSocketConfiguration/localAddress``'s family are tried when it is set. Notes the name
+/// resolution's time and, after a race, the TCP connect's, in `timings`.
 private func endpoint(
-    _ host: String, port: Int, _ configuration: WebSocketConfiguration, by deadline: ContinuousClock.Instant
+    _ host: String, port: Int, _ configuration: WebSocketConfiguration, by deadline: ContinuousClock.Instant,
+    timings: inout WebSocketConnectTimings
 ) async throws -> SocketConnector.Endpoint {
-    let all = try await addresses(of: host, configuration, by: deadline)
+    let resolving = ContinuousClock.now
+    var all = try await addresses(of: host, configuration, by: deadline)
+    if !HostResolver.isNumericAddress(host) { timings.nameResolution = .now - resolving }
+    if let local = configuration.localAddress, !HostResolver.isNumericAddress(host) {
+        let isIPv6 = local.contains(":")
+        let reachable = all.filter { $0.contains(":") == isIPv6 }
+        guard !reachable.isEmpty else {
+            throw WebSocketError.connectionFailed(
+                "no address of \(host) (\(all.joined(separator: ", "))) is IPv\(isIPv6 ? 6 : 4) like localAddress \(local)")
+        }
+        all = reachable
+    }
     guard all.count > 1 else { return .tcp(address: all[0], port: port) }
     let socket = try await AddressRace.race(
-        host: host, addresses: AddressRace.interleave(all), port: port,
+        host: host, addresses: AddressRace.interleave(all), port: port, localAddress: configuration.localAddress,
         attemptDelay: configuration.connectionAttemptDelay, deadline: deadline)
+    timings.tcpConnect = socket.connectDuration
+    timings.connectionAttempts = socket.attempts
     return .connected(socket)
 }
 

@@ -196,9 +196,16 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.inboundPeakBytes }
     }
 
-    /// The URL this connection was made to (without user info).
+    /// The URL this connection was made to (without user info): after redirects, the
+    /// last one (see ``WebSocketConfiguration/maxRedirects``).
     public var url: String {
         connection.url.description
+    }
+
+    /// How long each phase of the opening handshake took: name resolution, TCP (and how
+    /// many addresses were tried), a proxy tunnel, TLS, the upgrade, and the redirects.
+    public var connectTimings: WebSocketConnectTimings {
+        connection.machine.withLock { $0.connectTimings }
     }
 }
 

@@ -226,11 +226,14 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         let selected = offered == nil ? nil : lws_get_protocol(wsi).map { String(cString: $0.pointee.name) }
         let compressed = settings.compression && (headers["sec-websocket-extensions"]?.contains("permessage-deflate") ?? false)
         let resumed = lws_get_ssl(wsi).map { SSL_session_reused($0) == 1 } ?? false
+        var peerText = [CChar](repeating: 0, count: 64)
+        let peerAddress = lws_get_peer_simple(wsi, &peerText, peerText.count).map { String(cString: $0) }
         let id = recorder.opened { id in
             var record = TestServer.ConnectionRecord(
                 id: id, path: path, query: query, headers: headers, subprotocol: selected,
                 compressed: compressed, openedAt: .now)
             record.tlsResumed = resumed
+            record.peerAddress = peerAddress
             return record
         }
         if compressed {
@@ -422,7 +425,7 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
             }
             token += 1
         }
-        var custom = ["x-api-key", "x-request-id", "x-test", "x-client", "x-trace-id"]
+        var custom = ["x-api-key", "x-request-id", "x-test", "x-client", "x-trace-id", "traceparent", "tracestate"]
         if let extra { custom += extra.split(separator: ",").map { $0.lowercased() } }
         for name in custom {
             var buffer = [CChar](repeating: 0, count: 4096)

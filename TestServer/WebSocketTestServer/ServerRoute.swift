@@ -7,6 +7,7 @@
 /// | `/close?code=C&reason=R&after=MS` | After MS milliseconds, closes with code C and reason R |
 /// | `/drop?after=MS` | After MS milliseconds, drops TCP without a close frame |
 /// | `/reject?status=S&body=B&location=L` | Answers the upgrade with HTTP S (401 adds `WWW-Authenticate`, 429/503 `Retry-After`, `location` a `Location`) |
+/// | `/redirect?status=S&to=URL&hops=N&loop=1` | Answers the upgrade with redirect S (default 302) to `to` (absolute or relative; default `/echo`); with `hops`, through N redirects in all; with `loop`, to itself |
 /// | `/slow?ms=MS` | Answers the upgrade only after MS milliseconds, then closes with 1000 |
 /// | `/hang` | Never answers the upgrade |
 /// | `/uncompressed` | Accepts permessage-deflate, then sends an uncompressed text frame and a pong with payload, then closes with 1000 |
@@ -62,6 +63,8 @@ enum ServerRoute: Sendable, Equatable {
         case "/reject":
             self = .reject(status: int("status", 403), body: query["body"] ?? "rejected by the test server",
                            retryAfter: query["retry-after"], location: query["location"])
+        case "/redirect":
+            self = .reject(status: int("status", 302), body: "", retryAfter: nil, location: Self.redirectTarget(query))
         case "/slow":
             self = .slow(milliseconds: max(0, int("ms", 1000)))
         case "/hang":
@@ -113,6 +116,34 @@ enum ServerRoute: Sendable, Equatable {
 }
 
 extension ServerRoute {
+    /// Where `/redirect` with `query` points: itself (`loop`), the next of several hops
+    /// (`hops` > 1), or `to` (default `/echo`).
+    static func redirectTarget(_ query: [String: String]) -> String {
+        let status = query["status"].map { "status=\(encode($0))&" } ?? ""
+        if query["loop"] != nil { return "/redirect?\(status)loop=1" }
+        let target = query["to"] ?? "/echo"
+        if let hops = query["hops"].flatMap(Int.init), hops > 1 {
+            return "/redirect?\(status)to=\(encode(target))&hops=\(hops - 1)"
+        }
+        return target
+    }
+
+    /// `text` with everything but unreserved characters percent-encoded, for a query value.
+    private static func encode(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                result.append(Character(Unicode.Scalar(byte)))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                result += "%" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return result
+    }
+
     /// Splits `a=1&b=two%20words` into a dictionary (percent escapes and `+` decoded).
     static func parseQuery(_ query: String) -> [String: String] {
         var result: [String: String] = [:]

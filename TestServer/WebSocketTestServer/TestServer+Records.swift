@@ -18,6 +18,9 @@ extension TestServer {
         /// Whether the client resumed an earlier TLS session (an abbreviated handshake);
         /// `false` without TLS.
         public var tlsResumed = false
+        /// The client's address as the server saw it, e.g. `127.0.0.5` (connections served by
+        /// libwebsockets' listener; `nil` on raw routes).
+        public var peerAddress: String?
         /// When the handshake completed.
         public var openedAt: ContinuousClock.Instant
         /// Data messages received from the client.

@@ -33,12 +33,14 @@ struct RegressionTests {
         await loop.shutdown()
     }
 
-    @Test("a redirect answer is reported, not followed")
+    @Test("with maxRedirects 0, a redirect answer is reported, not followed")
     func redirectsAreNotFollowed() async throws {
         try await withTestServer { server in
             let target = server.url(path: "/echo")
+            var configuration = WebSocketConfiguration()
+            configuration.maxRedirects = 0
             let error = await expectWebSocketError {
-                _ = try await WebSocket.connect(to: server.url(path: "/reject?status=302&location=\(target)"))
+                _ = try await WebSocket.connect(to: server.url(path: "/reject?status=302&location=\(target)"), configuration: configuration)
             }
             #expect(error == .handshakeRejected(status: 302, headers: rejectionHeaders(error), body: Data("rejected by the test server".utf8)))
             #expect(rejectionHeaders(error)["Location"] == target)

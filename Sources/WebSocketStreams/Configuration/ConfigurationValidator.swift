@@ -45,6 +45,12 @@ enum ConfigurationValidator {
         guard configuration.connectionAttemptDelay >= .zero else {
             throw .invalidConfiguration("connectionAttemptDelay must not be negative")
         }
+        guard configuration.maxRedirects >= 0 else {
+            throw .invalidConfiguration("maxRedirects must not be negative")
+        }
+        if let local = configuration.localAddress, SocketConnector.addressBytes(local) == nil {
+            throw .invalidConfiguration("localAddress '\(local)' is not a numeric IPv4 or IPv6 address")
+        }
         let tls = configuration.tls
         if (tls.clientCertificateFile == nil) != (tls.clientKeyFile == nil) {
             throw .invalidConfiguration("clientCertificateFile and clientKeyFile must be given together")

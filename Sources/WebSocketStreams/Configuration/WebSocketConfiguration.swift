@@ -12,6 +12,8 @@ import Logging
 /// | ``connectTimeout`` | 10 s | Deadline for TCP, TLS and the HTTP upgrade together |
 /// | ``connectionAttemptDelay`` | 250 ms | How long one address may take before the next is tried too (Happy Eyeballs) |
 /// | ``resolver`` | the system's | Where host names get their addresses (`getaddrinfo`, or your own) |
+/// | ``localAddress`` | any | The source address to connect from |
+/// | ``maxRedirects`` | 5 | Redirects (301, 302, 303, 307, 308) followed; 0 follows none |
 /// | ``pingInterval`` | 20 s | Idle keep-alive ping period; `nil` disables it |
 /// | ``pongTimeout`` | 10 s | A ping unanswered this long ends the connection (``WebSocketError/pongTimeout``) |
 /// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
@@ -65,6 +67,25 @@ public struct WebSocketConfiguration: Sendable {
     /// (`getaddrinfo`, so `/etc/hosts` and DNS work as they do for curl); give your own for
     /// service discovery or tests. Addresses it returns must be numeric.
     public var resolver: WebSocketResolver?
+
+    /// The local address connections are made from: a numeric IPv4 or IPv6 address of
+    /// this host (the port is chosen at connect time), for hosts with several interfaces,
+    /// or to open more than about 28,000 connections to one server by spreading them over
+    /// several source addresses. Only the server's addresses of the same family are tried.
+    /// `nil` (the default): the system chooses.
+    public var localAddress: String?
+
+    /// How many redirects of the upgrade request (301, 302, 303, 307, 308) are followed;
+    /// 0 follows none, and the answer is a ``WebSocketError/handshakeRejected(status:headers:body:)``.
+    ///
+    /// A `Location` may be absolute (`http` and `https` become `ws` and `wss`) or relative.
+    /// A redirect from `wss` to `ws` is never followed, nor one back to a URL already
+    /// visited, nor one past this limit: each is a `handshakeRejected` error that names the
+    /// chain. Once a hop goes to another origin (scheme, host or port), the `Authorization`
+    /// and `Cookie` headers and the URL's user info are not sent on. ``connectTimeout``
+    /// covers every hop; ``WebSocket/url`` is the URL finally connected, and a
+    /// ``ReconnectingWebSocket`` reconnects to the URL it was given.
+    public var maxRedirects = 5
 
     /// How long the connection may be idle before a keep-alive ping is sent; `nil` sends none.
     public var pingInterval: Duration? = .seconds(20)

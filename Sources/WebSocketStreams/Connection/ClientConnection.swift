@@ -36,7 +36,8 @@ final class ClientConnection: LoopWork {
 
     init(
         url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
-        target: ConnectTarget, handshakeDeadline: ContinuousClock.Instant, metrics: ConnectionMetrics? = nil
+        target: ConnectTarget, timings clock: ConnectClock = ConnectClock(timings: WebSocketConnectTimings(), startedAt: .now),
+        handshakeDeadline: ContinuousClock.Instant, metrics: ConnectionMetrics? = nil
     ) {
         self.metrics = metrics
         self.url = url
@@ -46,7 +47,7 @@ final class ClientConnection: LoopWork {
         self.eventLoop = eventLoop
         machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline))
         writeSide = WriteSide(loop: eventLoop.thread)
-        transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target)
+        transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target, clock: clock)
     }
 
     /// The thread of the loop this connection runs on.

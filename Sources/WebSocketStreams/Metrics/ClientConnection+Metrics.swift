@@ -3,8 +3,8 @@ import SynchronizationSupport
 extension ClientConnection {
     /// The transport reached the open phase (loop thread): counts the connection as
     /// opened and records how long the handshake took. A hook in ``ClientTransport``.
-    func recordOpened() {
-        metrics?.opened(at: .now)
+    func recordOpened(timings: WebSocketConnectTimings) {
+        metrics?.opened(at: .now, timings: timings)
     }
 
     /// The transport ended (loop thread, after the state machine closed): a connection

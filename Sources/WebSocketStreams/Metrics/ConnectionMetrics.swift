@@ -57,16 +57,24 @@ final class ConnectionMetrics: Sendable {
         static let bytesSent = "bytes_sent_total"
         static let sendQueueBytes = "send_queue_bytes"
         static let handshakeDuration = "handshake_duration"
+        static let connectPhaseDuration = "connect_phase_duration"
         static let pingRoundTrip = "ping_rtt"
     }
 
     // MARK: - Connecting and ending
 
-    /// The opening handshake succeeded (loop thread).
-    func opened(at now: ContinuousClock.Instant) {
+    /// The opening handshake succeeded (loop thread), its phases having taken `timings`.
+    func opened(at now: ContinuousClock.Instant, timings: WebSocketConnectTimings) {
         opened.increment()
         open.increment()
         handshakeDuration.record(now - connectStarted)
+        let phases: [(String, Duration?)] = [
+            ("dns", timings.nameResolution), ("tcp", timings.tcpConnect), ("proxy", timings.proxyTunnel),
+            ("tls", timings.tlsHandshake), ("upgrade", timings.upgrade),
+        ]
+        for case (let phase, let duration?) in phases {
+            scope.timer(Names.connectPhaseDuration, [("phase", phase)]).record(duration)
+        }
     }
 
     /// `connect` threw `error`.

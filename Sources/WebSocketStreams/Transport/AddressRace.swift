@@ -27,7 +27,8 @@ enum AddressRace {
     /// `deadline` passes. Throws ``WebSocketError/connectionFailed(_:)`` naming every address
     /// and why it failed, ``WebSocketError/timedOut`` at the deadline, or `CancellationError`.
     static func race(
-        host: String, addresses: [String], port: Int, attemptDelay: Duration, deadline: ContinuousClock.Instant
+        host: String, addresses: [String], port: Int, localAddress: String?, attemptDelay: Duration,
+        deadline: ContinuousClock.Instant
     ) async throws -> ConnectedSocket {
         let cancelled = CancelFlag()
         let outcome = AnnotatedMutex<Outcome>(.waiting(nil))
@@ -36,8 +37,8 @@ enum AddressRace {
                 outcome.withLock { $0 = .waiting(continuation) }
                 let started = DetachedThread.run(name: "ws-connect") {
                     let result = Self.run(
-                        host: host, addresses: addresses, port: port, attemptDelay: attemptDelay, deadline: deadline,
-                        cancelled: cancelled)
+                        host: host, addresses: addresses, port: port, localAddress: localAddress,
+                        attemptDelay: attemptDelay, deadline: deadline, cancelled: cancelled)
                     let waiter: UnsafeContinuation<ConnectedSocket, any Error>? = outcome.withLock { state in
                         defer { state = .done }
                         if case .waiting(let waiter) = state { return waiter }
@@ -79,9 +80,10 @@ enum AddressRace {
 
     /// The race itself, blocking (on its own thread).
     private static func run(
-        host: String, addresses: [String], port: Int, attemptDelay: Duration, deadline: ContinuousClock.Instant,
-        cancelled: CancelFlag
+        host: String, addresses: [String], port: Int, localAddress: String?, attemptDelay: Duration,
+        deadline: ContinuousClock.Instant, cancelled: CancelFlag
     ) -> Result<ConnectedSocket, any Error> {
+        let started = ContinuousClock.now
         var attempts: [Attempt] = []
         var failures: [String] = []
         var next = 0
@@ -107,12 +109,14 @@ enum AddressRace {
                 let address = addresses[next]
                 next += 1
                 do {
-                    let started = try SocketConnector.start(.tcp(address: address, port: port))
-                    if !started.inProgress {
+                    let attempt = try SocketConnector.start(.tcp(address: address, port: port), from: localAddress)
+                    if !attempt.inProgress {
                         closeAll()
-                        return .success(ConnectedSocket(descriptor: started.descriptor, address: address, port: port))
+                        return .success(ConnectedSocket(
+                            descriptor: attempt.descriptor, address: address, port: port, attempts: next,
+                            connectDuration: .now - started))
                     }
-                    attempts.append(Attempt(descriptor: started.descriptor, address: address))
+                    attempts.append(Attempt(descriptor: attempt.descriptor, address: address))
                     nextStart = now + attemptDelay
                 } catch {
                     failures.append(error.reason ?? "\(error)")
@@ -146,7 +150,9 @@ enum AddressRace {
                 // Connected: the winner. Every other attempt is closed.
                 for other in attempts where other.descriptor != attempt.descriptor { close(other.descriptor) }
                 attempts = []
-                return .success(ConnectedSocket(descriptor: attempt.descriptor, address: attempt.address, port: port))
+                return .success(ConnectedSocket(
+                    descriptor: attempt.descriptor, address: attempt.address, port: port, attempts: next,
+                    connectDuration: .now - started))
             }
             attempts = still
         }
@@ -159,12 +165,18 @@ enum AddressRace {
 final class ConnectedSocket: Sendable, Hashable, CustomStringConvertible {
     let address: String
     let port: Int
+    /// How many connection attempts the race started, the winner's included.
+    let attempts: Int
+    /// From the first attempt's start to the winner's connect.
+    let connectDuration: Duration
     private let descriptor: Atomic<Int32>
 
-    init(descriptor: Int32, address: String, port: Int) {
+    init(descriptor: Int32, address: String, port: Int, attempts: Int, connectDuration: Duration) {
         self.descriptor = Atomic(descriptor)
         self.address = address
         self.port = port
+        self.attempts = attempts
+        self.connectDuration = connectDuration
     }
 
     /// The descriptor, once; `nil` after.

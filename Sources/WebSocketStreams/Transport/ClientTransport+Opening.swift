@@ -13,9 +13,10 @@ extension ClientTransport {
             return
         }
         opening.step = .connecting
+        opening.clock.tcpStarted(to: target.endpoint)
         let started: SocketConnector.Started
         do {
-            started = try SocketConnector.start(target.endpoint)
+            started = try SocketConnector.start(target.endpoint, from: configuration.localAddress)
         } catch {
             end(connection, connectError: proxied(error))
             loop.forget(connection)
@@ -69,6 +70,7 @@ extension ClientTransport {
     /// TCP is up: tunnel, secure, or upgrade.
     private func connected(_ connection: ClientConnection, loop: LoopConnections) {
         guard case .connecting = opening.step else { return }
+        opening.clock.tcpFinished()
         guard let proxy = target.proxy else {
             startTLSOrUpgrade(connection, loop: loop)
             return
@@ -100,6 +102,7 @@ extension ClientTransport {
             return
         }
         opening.step = .securing
+        opening.clock.tlsStarted()
         continueTLSHandshake(connection, loop: loop)
     }
 
@@ -123,6 +126,7 @@ extension ClientTransport {
                 failHandshake(connection, mismatch)
                 return
             }
+            opening.clock.tlsFinished(resumed: tls.isResumed)
             connection.logger.trace("TLS established with \(url.hostHeader)\(tls.isResumed ? " (resumed session)" : "")")
             sendUpgradeRequest(connection, loop: loop)
             pumpTLS(connection, loop: loop)
@@ -144,6 +148,7 @@ extension ClientTransport {
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: LoopConnections) {
         opening.step = .upgrading(HTTPResponseParser())
+        opening.clock.upgradeStarted()
         connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
         reportHandshakeRequest()
         send(opening.requestBytes, connection: connection, loop: loop)
@@ -179,9 +184,10 @@ extension ClientTransport {
             }
         }
         opening.step = .open
+        opening.clock.opened()
         let tracksDelivery = socket.map { RawSocket.acknowledgedByteCount(of: $0.descriptor) != nil } ?? false
         connection.writeSide.start(with: frames, tracksDelivery: tracksDelivery)
-        connection.recordOpened()  // metrics hook
+        connection.recordOpened(timings: opening.clock.timings)  // metrics hook
         if let tls, let tlsContext = target.tlsContext {
             // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
             if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
@@ -189,7 +195,7 @@ extension ClientTransport {
         reader.assembler = MessageAssembler(maxMessageSize: configuration.maxMessageSize, inflater: inflater)
         let (waiter, abandoned, error) = connection.machine.withLock {
             $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
-                           responseHeaders: negotiated.headers, tlsSessionResumed: tls?.isResumed ?? false, now: .now)
+                           responseHeaders: negotiated.headers, timings: opening.clock.timings, now: .now)
         }
         if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
         armTimer(connection)

@@ -37,11 +37,11 @@ final class ClientTransport: @unchecked Sendable {
     /// Why the connection is ending without a close handshake, once known.
     var abnormalEnd: WebSocketError?
 
-    init(configuration sharedConfiguration: SharedConfiguration, url: WebSocketURL, target: ConnectTarget) {
+    init(configuration sharedConfiguration: SharedConfiguration, url: WebSocketURL, target: ConnectTarget, clock: ConnectClock) {
         self.sharedConfiguration = sharedConfiguration
         self.url = url
         self.target = target
-        opening = OpeningHandshake(url: url, configuration: sharedConfiguration.value)
+        opening = OpeningHandshake(url: url, configuration: sharedConfiguration.value, clock: clock)
     }
 
     /// Removes this connection's credentials from log lines.

@@ -39,8 +39,11 @@ struct OpeningHandshake {
     var error: WebSocketError?
     /// The lws log level this connection claimed while the loop holds it.
     var claimedLogLevel: Logger.Level?
+    /// How long each step took.
+    var clock: ConnectClock
 
-    init(url: WebSocketURL, configuration: WebSocketConfiguration) {
+    init(url: WebSocketURL, configuration: WebSocketConfiguration, clock: ConnectClock) {
+        self.clock = clock
         var headers = configuration.headers
         if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             headers["Authorization"] = authorization

@@ -35,32 +35,43 @@ enum SocketConnector {
         var inProgress: Bool
     }
 
-    /// Creates a non-blocking socket for `endpoint` and starts connecting it. Throws the
-    /// failure in words when it fails at once (no socket is left open then).
-    static func start(_ endpoint: Endpoint) throws(WebSocketError) -> Started {
+    /// Creates a non-blocking socket for `endpoint`, bound to `localAddress` when one is
+    /// given, and starts connecting it. Throws the failure in words when it fails at once
+    /// (no socket is left open then).
+    static func start(_ endpoint: Endpoint, from localAddress: String? = nil) throws(WebSocketError) -> Started {
         switch endpoint {
         case .tcp(let address, let port):
             guard let bytes = addressBytes(address) else { throw .connectionFailed("'\(address)' is not a numeric address") }
             let isIPv4 = bytes.count == 4
-            let family = isIPv4 ? AF_INET : AF_INET6
-            let length = socklen_t(isIPv4 ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
-            var storage = sockaddr_storage()
-            withUnsafeMutableBytes(of: &storage) { raw in
-                if isIPv4 {
-                    let sin = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
-                    sin.pointee.sin_family = sa_family_t(AF_INET)
-                    sin.pointee.sin_port = in_port_t(UInt16(port).bigEndian)
-                    withUnsafeMutableBytes(of: &sin.pointee.sin_addr) { $0.copyBytes(from: bytes) }
-                } else {
-                    let sin6 = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
-                    sin6.pointee.sin6_family = sa_family_t(AF_INET6)
-                    sin6.pointee.sin6_port = in_port_t(UInt16(port).bigEndian)
-                    withUnsafeMutableBytes(of: &sin6.pointee.sin6_addr) { $0.copyBytes(from: bytes) }
+            var local: (storage: sockaddr_storage, length: socklen_t)?
+            if let localAddress {
+                guard let localBytes = addressBytes(localAddress) else {
+                    throw .connectionFailed("localAddress '\(localAddress)' is not a numeric address")
                 }
+                guard localBytes.count == bytes.count else {
+                    throw .connectionFailed(
+                        "localAddress \(localAddress) is IPv\(localBytes.count == 4 ? 4 : 6); it cannot reach \(endpoint)")
+                }
+                local = socketAddress(localBytes, port: 0)
             }
-            let descriptor = try makeSocket(family: family, endpoint: endpoint)
+            var (storage, length) = socketAddress(bytes, port: port)
+            let descriptor = try makeSocket(family: isIPv4 ? AF_INET : AF_INET6, endpoint: endpoint)
             var noDelay: Int32 = 1
             _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            if var local, let localAddress {
+                // The port is chosen at connect, for the whole 4-tuple: many connections from
+                // one source address to different servers do not each use up a port.
+                var noPort: Int32 = 1
+                _ = setsockopt(descriptor, Int32(IPPROTO_IP), ipBindAddressNoPort, &noPort, socklen_t(MemoryLayout<Int32>.size))
+                let bound = withUnsafePointer(to: &local.storage) { pointer in
+                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, local.length) }
+                }
+                guard bound == 0 else {
+                    let code = errno
+                    close(descriptor)
+                    throw .connectionFailed("could not bind to localAddress \(localAddress): \(describe(code))")
+                }
+            }
             return try connect(descriptor, &storage, length, endpoint: endpoint)
         case .connected(let socket):
             guard let descriptor = socket.take() else { throw .connectionFailed("the socket to \(socket) was already used") }
@@ -103,6 +114,29 @@ enum SocketConnector {
         var v6 = in6_addr()
         if inet_pton(AF_INET6, numeric, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
         return nil
+    }
+
+    /// Linux's `IP_BIND_ADDRESS_NO_PORT` (since 4.2; Glibc's headers may lack it).
+    private static let ipBindAddressNoPort: Int32 = 24
+
+    /// The `sockaddr_in` or `sockaddr_in6` for an address's bytes (4 or 16) and `port`.
+    private static func socketAddress(_ bytes: [UInt8], port: Int) -> (sockaddr_storage, socklen_t) {
+        let isIPv4 = bytes.count == 4
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            if isIPv4 {
+                let sin = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+                sin.pointee.sin_family = sa_family_t(AF_INET)
+                sin.pointee.sin_port = in_port_t(UInt16(port).bigEndian)
+                withUnsafeMutableBytes(of: &sin.pointee.sin_addr) { $0.copyBytes(from: bytes) }
+            } else {
+                let sin6 = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
+                sin6.pointee.sin6_family = sa_family_t(AF_INET6)
+                sin6.pointee.sin6_port = in_port_t(UInt16(port).bigEndian)
+                withUnsafeMutableBytes(of: &sin6.pointee.sin6_addr) { $0.copyBytes(from: bytes) }
+            }
+        }
+        return (storage, socklen_t(isIPv4 ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size))
     }
 
     /// `errno` as users say it: "connection refused", not "Connection refused".

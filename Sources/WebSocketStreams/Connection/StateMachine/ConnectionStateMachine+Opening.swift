@@ -54,12 +54,11 @@ extension ConnectionStateMachine {
     /// connection closes with the code asked for.
     mutating func established(
         subprotocol: String?, extensions: String?, responseHeaders: [String: String] = [:],
-        tlsSessionResumed: Bool = false, now: ContinuousClock.Instant = .now
+        timings: WebSocketConnectTimings = WebSocketConnectTimings(), now: ContinuousClock.Instant = .now
     ) -> (waiter: ConnectWaiter?, wake: Bool, error: WebSocketError?) {
         guard case .connecting(let connecting) = state else { return (nil, false, nil) }
         negotiated = Negotiated(
-            subprotocol: subprotocol, extensions: extensions, responseHeaders: responseHeaders,
-            tlsSessionResumed: tlsSessionResumed)
+            subprotocol: subprotocol, extensions: extensions, responseHeaders: responseHeaders, timings: timings)
         keepalive = Keepalive(interval: timing.pingInterval, pongTimeout: timing.pongTimeout, now: now)
         state = .open
         if connecting.cancelled {

@@ -115,14 +115,15 @@ struct ConnectionStateMachine {
         var subprotocol: String?
         var extensions: String?
         var responseHeaders: [String: String] = [:]
-        /// Whether the TLS handshake resumed an earlier session.
-        var tlsSessionResumed = false
+        /// How long each opening step took (with whether TLS resumed a session).
+        var timings = WebSocketConnectTimings()
     }
 
     var subprotocol: String? { negotiated.subprotocol }
     var negotiatedExtensions: String? { negotiated.extensions }
     var responseHeaders: [String: String] { negotiated.responseHeaders }
-    var tlsSessionResumed: Bool { negotiated.tlsSessionResumed }
+    var tlsSessionResumed: Bool { negotiated.timings.isTLSSessionResumed }
+    var connectTimings: WebSocketConnectTimings { negotiated.timings }
 
     /// Whether the protocol runs and nobody has started to close.
     var isOpen: Bool { stage == .open }

@@ -1,0 +1,164 @@
+/// The redirects one connect has followed, and whether to follow the next: a value with
+/// no I/O, that ``WebSocket/connect(to:configuration:eventLoop:)-(String,_,_)`` asks after
+/// each refused upgrade.
+///
+/// It follows 301, 302, 303, 307 and 308 answers whose `Location` is absolute
+/// (`ws`, `wss`, `http` mapped to `ws`, `https` to `wss`), scheme-relative (`//host/path`)
+/// or relative (`/path`, `path`, `?query`), up to ``WebSocketConfiguration/maxRedirects``
+/// hops. It never follows from a secure URL to a plain one, never visits a URL twice, and
+/// says so in the error, with the chain. When a hop changes the origin (scheme, host or
+/// port), the next requests go without the `Authorization` and `Cookie` headers.
+struct RedirectChain {
+    /// The URLs connected to so far: the original first, the current last.
+    private(set) var visited: [WebSocketURL]
+    let maxRedirects: Int
+    /// Whether a hop so far changed the origin (credentials have been dropped).
+    private(set) var crossedOrigin = false
+
+    init(start: WebSocketURL, maxRedirects: Int) {
+        visited = [start]
+        self.maxRedirects = maxRedirects
+    }
+
+    /// The URL to connect to now.
+    var current: WebSocketURL { visited[visited.count - 1] }
+
+    /// The redirects followed so far.
+    var redirects: Int { visited.count - 1 }
+
+    /// The statuses followed.
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// What to do after the current URL's upgrade was refused with `error`.
+    enum Decision: Equatable {
+        /// Not a redirect (or redirects are off): `error` stands as it is.
+        case notARedirect
+        /// Connect to ``RedirectChain/current`` now; `dropCredentials` when this hop changed
+        /// the origin for the first time.
+        case follow(dropCredentials: Bool)
+        /// A redirect that may not be followed: throw this.
+        case refuse(WebSocketError)
+    }
+
+    /// Decides on the refusal `error` of the current URL, moving to the next URL when it is
+    /// a redirect to follow.
+    mutating func next(after error: WebSocketError) -> Decision {
+        guard maxRedirects > 0, error.code == .handshakeRejected, let status = error.httpStatus,
+              Self.redirectStatuses.contains(status) else { return .notARedirect }
+        let from = current
+        guard let location = error.header(named: "Location"),
+              !location.isEmpty else {
+            return .refuse(refusal(error, "the server answered \(status) without a Location to follow (\(from.withoutQuery))"))
+        }
+        let target: WebSocketURL
+        do {
+            target = try Self.resolve(location, against: from)
+        } catch {
+            return .refuse(refusal(
+                error, "the server redirected (\(status)) to '\(location)', which is not a WebSocket URL: \(error.reason ?? "\(error)")"))
+        }
+        if from.isSecure, !target.isSecure {
+            return .refuse(refusal(error, "refused to follow a redirect from \(from.withoutQuery) to \(target.withoutQuery): it would drop TLS (wss to ws)"))
+        }
+        if visited.contains(where: { $0.description == target.description }) {
+            return .refuse(refusal(error, "redirect loop: \(chain(then: target))"))
+        }
+        if redirects >= maxRedirects {
+            return .refuse(refusal(error, "more than \(maxRedirects) redirects (maxRedirects): \(chain(then: target))"))
+        }
+        let changesOrigin = !Self.sameOrigin(from, target)
+        visited.append(target)
+        let dropCredentials = changesOrigin && !crossedOrigin
+        if changesOrigin { crossedOrigin = true }
+        return .follow(dropCredentials: dropCredentials)
+    }
+
+    /// `headers` without the ones a new origin must not see: `Authorization` and `Cookie`.
+    static func withoutCredentials(_ headers: [String: String]) -> [String: String] {
+        headers.filter { !["authorization", "cookie"].contains($0.key.lowercased()) }
+    }
+
+    /// Whether `a` and `b` have the same scheme, host and port (and Unix socket).
+    static func sameOrigin(_ a: WebSocketURL, _ b: WebSocketURL) -> Bool {
+        a.isSecure == b.isSecure && a.host == b.host && a.port == b.port && a.unixSocketPath == b.unixSocketPath
+    }
+
+    /// The chain so far and `next`, as "ws://a/x → ws://b/y → ..." (queries left out:
+    /// they may carry tokens).
+    private func chain(then next: WebSocketURL) -> String {
+        (visited + [next]).map(\.withoutQuery).joined(separator: " → ")
+    }
+
+    /// `error` (the refusal, its status, headers and body) with `reason`.
+    private func refusal(_ error: WebSocketError, _ reason: String) -> WebSocketError {
+        WebSocketError(
+            code: .handshakeRejected, reason: reason, httpStatus: error.httpStatus, headers: error.headers, body: error.body)
+    }
+
+    /// The URL `location` names, read against `base` (RFC 3986 section 5.2, for the forms a
+    /// `Location` takes). A fragment is dropped; user info is kept only on a path-relative hop.
+    static func resolve(_ location: String, against base: WebSocketURL) throws(WebSocketError) -> WebSocketURL {
+        var location = location.trimmingWhitespace
+        if let hash = location.firstIndex(of: "#") { location = String(location[..<hash]) }
+        let lowered = location.lowercased()
+        for (scheme, replacement) in [("https://", "wss://"), ("http://", "ws://"), ("wss://", "wss://"), ("ws://", "ws://")]
+        where lowered.hasPrefix(scheme) {
+            return try WebSocketURL(parsing: replacement + location.dropFirst(scheme.count))
+        }
+        if location.hasPrefix("//") {
+            return try WebSocketURL(parsing: (base.isSecure ? "wss:" : "ws:") + location)
+        }
+        if let colon = location.firstIndex(of: ":"), !location[..<colon].contains("/"), !location[..<colon].contains("?") {
+            throw .invalidURL("'\(location)': the scheme \(location[..<colon]) is not ws, wss, http or https")
+        }
+        var next = base
+        if location.isEmpty { return next }
+        if location.hasPrefix("/") {
+            next.pathAndQuery = location
+        } else if location.hasPrefix("?") {
+            next.pathAndQuery = String(base.pathAndQuery.prefix { $0 != "?" }) + location
+        } else {
+            let path = base.pathAndQuery.prefix { $0 != "?" }
+            let directory = path.lastIndex(of: "/").map { path[...$0] } ?? "/"
+            next.pathAndQuery = directory + location
+        }
+        next.pathAndQuery = removingDotSegments(next.pathAndQuery)
+        if let bad = next.pathAndQuery.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
+            throw .invalidURL("'\(location)': it contains \(bad == " " ? "a space" : "a control character")")
+        }
+        return next
+    }
+
+    /// `path?query` with `.` and `..` segments of the path resolved (RFC 3986 section 5.2.4).
+    static func removingDotSegments(_ pathAndQuery: String) -> String {
+        let queryStart = pathAndQuery.firstIndex(of: "?") ?? pathAndQuery.endIndex
+        let path = pathAndQuery[..<queryStart]
+        guard path.contains(".") else { return pathAndQuery }
+        var output: [Substring] = []
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        for (index, segment) in segments.enumerated() {
+            let isLast = index == segments.count - 1
+            switch segment {
+            case ".":
+                if isLast { output.append("") }
+            case "..":
+                if !output.isEmpty { output.removeLast() }
+                if isLast { output.append("") }
+            default:
+                output.append(segment)
+            }
+        }
+        return "/" + output.joined(separator: "/") + pathAndQuery[queryStart...]
+    }
+}
+
+extension WebSocketURL {
+    /// The URL written out without its query, which may carry a token.
+    fileprivate var withoutQuery: String { String(description.prefix { $0 != "?" }) }
+}
+
+extension String {
+    fileprivate var trimmingWhitespace: String {
+        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}
