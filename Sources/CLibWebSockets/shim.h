@@ -190,6 +190,67 @@ static inline int wss_certificate_file_public_key_der(const char *path, unsigned
     return length;
 }
 
+/// The DER encoding of certificate `index` of the connection's verified chain (leaf first)
+/// or, without one, of the chain the peer sent: what a verify hook sees. Allocates `*out`
+/// (free it with `wss_free`); returns its length, 0 past the chain's end.
+static inline int wss_peer_certificate_der(SSL *ssl, int index, unsigned char **out) {
+    STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+    if (chain == NULL) chain = SSL_get_peer_cert_chain(ssl);
+    if (chain == NULL || index < 0 || index >= sk_X509_num(chain)) return 0;
+    *out = NULL;
+    return i2d_X509(sk_X509_value(chain, index), out);
+}
+
+/// Adds every certificate of the PEM text `pem` to the context's trust store; returns how
+/// many, or -1 when the text holds none or one is malformed.
+static inline int wss_ctx_trust_pem(SSL_CTX *context, const char *pem, int length) {
+    BIO *bio = BIO_new_mem_buf(pem, length);
+    if (!bio) return -1;
+    X509_STORE *store = SSL_CTX_get_cert_store(context);
+    int count = 0;
+    X509 *certificate;
+    while ((certificate = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+        int ok = X509_STORE_add_cert(store, certificate);
+        X509_free(certificate);
+        if (!ok) { BIO_free(bio); return -1; }
+        count += 1;
+    }
+    BIO_free(bio);
+    unsigned long last = ERR_peek_last_error();
+    if (count > 0 && ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE) ERR_clear_error();
+    return count > 0 ? count : -1;
+}
+
+/// Uses the PEM text `pem` as the client certificate: the first certificate, then any
+/// more as its chain. Returns 1 on success, 0 on failure.
+static inline int wss_ctx_use_certificate_pem(SSL_CTX *context, const char *pem, int length) {
+    BIO *bio = BIO_new_mem_buf(pem, length);
+    if (!bio) return 0;
+    X509 *leaf = PEM_read_bio_X509_AUX(bio, NULL, NULL, NULL);
+    if (!leaf || SSL_CTX_use_certificate(context, leaf) != 1) { X509_free(leaf); BIO_free(bio); return 0; }
+    X509_free(leaf);
+    SSL_CTX_clear_chain_certs(context);
+    X509 *next;
+    while ((next = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+        if (SSL_CTX_add0_chain_cert(context, next) != 1) { X509_free(next); BIO_free(bio); return 0; }
+    }
+    BIO_free(bio);
+    ERR_clear_error();  // the end of the text
+    return 1;
+}
+
+/// Uses the PEM text `pem` as the client certificate's private key. Returns 1 on success.
+static inline int wss_ctx_use_private_key_pem(SSL_CTX *context, const char *pem, int length) {
+    BIO *bio = BIO_new_mem_buf(pem, length);
+    if (!bio) return 0;
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    if (!key) return 0;
+    int ok = SSL_CTX_use_PrivateKey(context, key);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
 /// `OPENSSL_free` (a macro).
 static inline void wss_free(void *pointer) { OPENSSL_free(pointer); }
 

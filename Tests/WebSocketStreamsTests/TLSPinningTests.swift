@@ -1,3 +1,5 @@
+import FoundationEssentials
+import SynchronizationSupport
 import Testing
 @testable import WebSocketStreams
 import WebSocketTestServer
@@ -87,6 +89,80 @@ struct TLSPinningTests {
                 return
             }
             #expect(reason.contains("other.example.test"), "reason: \(reason)")
+        }
+    }
+}
+
+/// The text of the file at `path`.
+private func text(ofFile path: String) throws -> String {
+    String(decoding: try Data(contentsOf: URL(filePath: path)), as: UTF8.self)
+}
+
+@Suite("TLS material as PEM text, and a verify hook, against a wss:// test server")
+struct TLSMaterialTests {
+    @Test("a CA given as PEM text is trusted; without it the server is not; text without a certificate is refused")
+    func trustedCAPEM() async throws {
+        try await withTestServer(tls: .init()) { server in
+            let certificates = try #require(server.certificates)
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAPEM = try text(ofFile: certificates.caCertificateFile)
+            let connection = try await WebSocket.connect(to: server.url(), configuration: configuration)
+            await connection.close()
+
+            let untrusted = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url()) }
+            #expect(untrusted?.code == .tlsFailure)
+
+            configuration.tls.trustedCAPEM = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"
+            let garbage = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(), configuration: configuration) }
+            #expect(reason(of: garbage, ifCode: .invalidConfiguration)?.hasPrefix("tls.trustedCAPEM holds no usable certificate") == true)
+        }
+    }
+
+    @Test("a client certificate and key as PEM text load; a key that is not PEM, or only half the pair, says which")
+    func clientCertificatePEM() async throws {
+        try await withTestServer(tls: .init()) { server in
+            let certificates = try #require(server.certificates)
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = certificates.caCertificateFile
+            configuration.tls.clientCertificatePEM = try text(ofFile: certificates.serverCertificateFile)
+            configuration.tls.clientKeyPEM = try text(ofFile: certificates.serverKeyFile)
+            let connection = try await WebSocket.connect(to: server.url(), configuration: configuration)
+            await connection.close()
+
+            configuration.tls.clientKeyPEM = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+            let badKey = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(), configuration: configuration) }
+            #expect(reason(of: badKey, ifCode: .tlsFailure)?.contains("tls.clientKeyPEM") == true)
+
+            configuration.tls.clientKeyPEM = nil
+            let half = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(), configuration: configuration) }
+            #expect(reason(of: half, ifCode: .invalidConfiguration) == "tls.clientCertificatePEM and tls.clientKeyPEM must be given together")
+        }
+    }
+
+    @Test("the verify hook sees the verified chain and the names; what it throws fails the connection before the upgrade")
+    func verifyHook() async throws {
+        struct Refused: Error, CustomStringConvertible {
+            var description: String { "not on the allow list" }
+        }
+        try await withTestServer(tls: .init()) { server in
+            let certificates = try #require(server.certificates)
+            let seen = AnnotatedMutex<[WebSocketTLSPeer]>([])
+            var configuration = WebSocketConfiguration()
+            configuration.tls.trustedCAFile = certificates.caCertificateFile
+            configuration.tls.verifyPeer = WebSocketTLSVerifier { peer in seen.withLock { $0.append(peer) } }
+            let connection = try await WebSocket.connect(to: server.url(), configuration: configuration)
+            await connection.close()
+            let peer = try #require(seen.withLock { $0.first })
+            #expect(peer.host == "127.0.0.1")
+            #expect(peer.serverName == "127.0.0.1")
+            #expect(peer.isVerified)
+            #expect(peer.certificates.count == 2)
+            #expect(peer.publicKeyPins == [certificates.serverPublicKeyPin, certificates.caPublicKeyPin])
+
+            configuration.tls.verifyPeer = WebSocketTLSVerifier { _ in throw Refused() }
+            let refused = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(), configuration: configuration) }
+            #expect(reason(of: refused, ifCode: .tlsFailure) == "tls.verifyPeer refused the server (127.0.0.1): not on the allow list")
+            #expect(server.snapshot.connections.count == 1)
         }
     }
 }

@@ -55,6 +55,12 @@ enum ConfigurationValidator {
         if (tls.clientCertificateFile == nil) != (tls.clientKeyFile == nil) {
             throw .invalidConfiguration("clientCertificateFile and clientKeyFile must be given together")
         }
+        if (tls.clientCertificatePEM == nil) != (tls.clientKeyPEM == nil) {
+            throw .invalidConfiguration("tls.clientCertificatePEM and tls.clientKeyPEM must be given together")
+        }
+        if tls.clientCertificatePEM != nil, tls.clientCertificateFile != nil {
+            throw .invalidConfiguration("give the client certificate once: as files (clientCertificateFile) or as PEM text (clientCertificatePEM)")
+        }
         for pin in tls.pinnedPublicKeys where !Self.isPublicKeyPin(pin) {
             throw .invalidConfiguration(
                 "tls.pinnedPublicKeys: '\(pin)' is not a pin; write sha256/ and the base64 SHA-256 of the key's DER SubjectPublicKeyInfo (44 characters)")

@@ -55,6 +55,10 @@ final class TLSClientContext: @unchecked Sendable {
     ///   loaded; ``WebSocketError/tlsFailure(_:)`` when the client certificate or key
     ///   cannot, or OpenSSL cannot make a context.
     static func shared(for tls: WebSocketConfiguration.TLS) throws(WebSocketError) -> TLSClientContext {
+        // The verify hook runs after the handshake, outside OpenSSL: it does not shape the
+        // context, and a hook made per connect must not build a context per connect.
+        var tls = tls
+        tls.verifyPeer = nil
         if let cached = cache.withLock({ $0[tls] }) { return cached }
         let built = try TLSClientContext(tls)
         return cache.withLock { contexts in
@@ -108,8 +112,18 @@ final class TLSClientContext: @unchecked Sendable {
             }
         }
 
+        if let pem = tls.trustedCAPEM {
+            guard pem.withCString({ wss_ctx_trust_pem(context, $0, Int32(strlen($0))) }) > 0 else {
+                throw .invalidConfiguration(
+                    "tls.trustedCAPEM holds no usable certificate: \(takeErrorReason() ?? "expected -----BEGIN CERTIFICATE-----")")
+            }
+        }
+
         if tls.clientCertificateFile != nil || tls.clientKeyFile != nil {
             try loadClientCertificate(into: context, certificateFile: tls.clientCertificateFile, keyFile: tls.clientKeyFile)
+        }
+        if let certificate = tls.clientCertificatePEM, let key = tls.clientKeyPEM {
+            try loadClientCertificate(into: context, certificatePEM: certificate, keyPEM: key)
         }
 
         SSL_CTX_set_verify(context, tls.allowUntrustedCertificates ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nil)
@@ -146,6 +160,23 @@ final class TLSClientContext: @unchecked Sendable {
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw .tlsFailure("\(prefix): the key in '\(keyFile)' does not match the certificate: \(takeErrorReason() ?? "unknown reason")")
+        }
+    }
+
+    /// Loads the client certificate (and chain) and its key from PEM text, and checks that
+    /// they belong together.
+    private static func loadClientCertificate(
+        into context: OpaquePointer, certificatePEM: String, keyPEM: String
+    ) throws(WebSocketError) {
+        let prefix = "the client certificate or key could not be loaded"
+        guard certificatePEM.withCString({ wss_ctx_use_certificate_pem(context, $0, Int32(strlen($0))) }) == 1 else {
+            throw .tlsFailure("\(prefix): tls.clientCertificatePEM: \(takeErrorReason() ?? "not a PEM certificate")")
+        }
+        guard keyPEM.withCString({ wss_ctx_use_private_key_pem(context, $0, Int32(strlen($0))) }) == 1 else {
+            throw .tlsFailure("\(prefix): tls.clientKeyPEM: \(takeErrorReason() ?? "not a PEM private key")")
+        }
+        guard SSL_CTX_check_private_key(context) == 1 else {
+            throw .tlsFailure("\(prefix): tls.clientKeyPEM does not match the certificate: \(takeErrorReason() ?? "unknown reason")")
         }
     }
 

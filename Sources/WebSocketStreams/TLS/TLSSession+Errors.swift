@@ -3,6 +3,20 @@ import Glibc
 
 /// How TLS failures and host names read in errors, and what a peer's chain is pinned by.
 extension TLSSession {
+    /// The DER of the peer's certificates, leaf first: the verified chain, or the chain the
+    /// peer sent when there is none. Call once the handshake is done.
+    func peerCertificates() -> [[UInt8]] {
+        var certificates: [[UInt8]] = []
+        for index in 0..<16 {
+            var der: UnsafeMutablePointer<UInt8>?
+            let length = wss_peer_certificate_der(ssl, Int32(index), &der)
+            guard length > 0, let der else { break }
+            defer { wss_free(der) }
+            certificates.append(Array(UnsafeBufferPointer(start: der, count: Int(length))))
+        }
+        return certificates
+    }
+
     /// The `sha256/BASE64` pins of the public keys of the peer's certificates, leaf first:
     /// the verified chain, or the chain the peer sent when there is none. Call once the
     /// handshake is done.

@@ -2,10 +2,12 @@ extension WebSocketConfiguration {
     /// TLS settings for `wss://` connections.
     ///
     /// By default the server's certificate must chain to a CA the system trusts and name
-    /// the host being connected to. Add a private CA with ``trustedCAFile``; present a
-    /// client certificate with ``clientCertificateFile`` and ``clientKeyFile``; verify
-    /// another name than the URL's host with ``serverName``; pin the server's public keys
-    /// with ``pinnedPublicKeys``.
+    /// the host being connected to. Add a private CA with ``trustedCAFile`` (or
+    /// ``trustedCAPEM``); present a client certificate with ``clientCertificateFile`` and
+    /// ``clientKeyFile`` (or ``clientCertificatePEM`` and ``clientKeyPEM``, as secrets
+    /// managers hand them out); verify another name than the URL's host with
+    /// ``serverName``; pin the server's public keys with ``pinnedPublicKeys``; apply a
+    /// policy of your own with ``verifyPeer``.
     ///
     /// ```swift
     /// var configuration = WebSocketConfiguration()
@@ -21,6 +23,17 @@ extension WebSocketConfiguration {
 
         /// The PEM private key of ``clientCertificateFile``.
         public var clientKeyFile: String?
+
+        /// PEM text of extra CA certificates to trust (one or more), in addition to the
+        /// system's and ``trustedCAFile``'s.
+        public var trustedCAPEM: String?
+
+        /// A PEM client certificate (and its chain, after it) as text, in place of
+        /// ``clientCertificateFile``.
+        public var clientCertificatePEM: String?
+
+        /// The PEM private key of ``clientCertificatePEM`` as text, in place of ``clientKeyFile``.
+        public var clientKeyPEM: String?
 
         /// Accepts any server certificate: self-signed, from an unknown CA, expired, or for
         /// another host. Only for testing; it makes the connection open to interception.
@@ -43,6 +56,22 @@ extension WebSocketConfiguration {
         /// keys the server presented. A resumed TLS session is not checked again: only a
         /// session whose full handshake passed the pins is offered for resumption.
         public var pinnedPublicKeys: [String] = []
+
+        /// A check of your own, run after the TLS handshake and OpenSSL's verification
+        /// (and the pins), before the upgrade request is sent: it sees the server's
+        /// certificates and the names involved (``WebSocketTLSPeer``), and refuses the server
+        /// by throwing. The connection then fails with ``WebSocketError/tlsFailure(_:)``
+        /// carrying what it threw. `nil` (the default): no check beyond OpenSSL's.
+        ///
+        /// It runs on the event loop's thread, during the handshake: it must return quickly
+        /// and never block.
+        ///
+        /// ```swift
+        /// configuration.tls.verifyPeer = WebSocketTLSVerifier { peer in
+        ///     guard peer.certificates.count >= 2 else { throw PolicyError.noIntermediate }
+        /// }
+        /// ```
+        public var verifyPeer: WebSocketTLSVerifier?
 
         /// Verification on, system CAs, no client certificate.
         public init() {}

@@ -122,8 +122,8 @@ extension ClientTransport {
             flushCiphertext(connection, loop: loop)
             failHandshake(connection, error)
         case .done:
-            if let mismatch = pinMismatch(of: tls) {
-                failHandshake(connection, mismatch)
+            if let refusal = pinMismatch(of: tls) ?? verifierRefusal(of: tls) {
+                failHandshake(connection, refusal)
                 return
             }
             opening.clock.tlsFinished(resumed: tls.isResumed)
@@ -144,6 +144,21 @@ extension ClientTransport {
         let keys = presented.isEmpty ? "none" : presented.joined(separator: ", ")
         return .tlsFailure(
             "the server's certificates match none of tls.pinnedPublicKeys (\(tlsServerName)); their public keys are \(keys)")
+    }
+
+    /// The error for a server that ``WebSocketConfiguration/TLS/verifyPeer`` refused, or `nil`.
+    private func verifierRefusal(of tls: TLSSession) -> WebSocketError? {
+        guard let verifier = configuration.tls.verifyPeer else { return nil }
+        let peer = WebSocketTLSPeer(
+            host: url.host, serverName: tlsServerName, certificates: tls.peerCertificates(),
+            publicKeyPins: tls.peerPublicKeyPins(), isVerified: !configuration.tls.allowUntrustedCertificates,
+            isSessionResumed: tls.isResumed)
+        do {
+            try verifier.verify(peer)
+            return nil
+        } catch {
+            return .tlsFailure("tls.verifyPeer refused the server (\(tlsServerName)): \(error)")
+        }
     }
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: LoopConnections) {
