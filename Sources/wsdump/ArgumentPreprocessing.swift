@@ -10,7 +10,8 @@ enum ArgumentPreprocessing {
     /// Options followed by exactly one value.
     static let optionsWithOneValue: Set<String> = [
         "-p", "--proxy", "-o", "--origin", "--eof-wait", "-t", "--text", "--headers", "-H", "--header",
-        "--ca-file", "--cert", "--key", "--file", "--count", "--timeout", "--ping-interval",
+        "--ca-file", "--cert", "--key", "--file", "--count", "--timeout", "--ping-interval", "--pin", "--servername",
+        "--resolve", "--connect-to", "--max-redirects", "--local-address",
     ]
 
     /// The arguments (without the program name) rewritten.

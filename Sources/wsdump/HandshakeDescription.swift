@@ -36,6 +36,18 @@ enum HandshakeDescription {
         return lines
     }
 
+    /// `-v`'s line for an answer to the upgrade that redirects, e.g. `redirected (301) to
+    /// wss://example.org/feed`; `nil` for any other event or answer.
+    static func redirectLine(for event: WebSocketWireEvent, redactor: Redactor) -> String? {
+        guard event.kind == .handshakeResponseReceived, let head = event.httpHead else { return nil }
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: true)
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }),
+              [301, 302, 303, 307, 308].contains(status) else { return nil }
+        let location = lines.dropFirst().first { $0.lowercased().hasPrefix("location:") }
+            .map { String($0.dropFirst("location:".count).drop { $0 == " " }) }
+        return "redirected (\(status)) to \(location.map { redactor.url($0) } ?? "(no Location)")"
+    }
+
     /// `GET /path?query HTTP/1.1` with the target's secret query values hidden.
     private static func redactedRequestLine(_ line: String, redactor: Redactor) -> String {
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)

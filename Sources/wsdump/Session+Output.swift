@@ -53,6 +53,9 @@ extension Session {
         if options.jsonLines, let record = JSONLineRecord.controlFrame(event, time: Self.unixTime) {
             printData([record.encoded()])
         }
+        if options.verbosity == 1, let line = HandshakeDescription.redirectLine(for: event, redactor: redactor) {
+            printStatus([line])
+        }
         guard options.verbosity >= 2 else { return }
         if let lines = HandshakeDescription.lines(for: event, proxy: options.configuration.proxy?.url, redactor: redactor) {
             printStatus(lines)

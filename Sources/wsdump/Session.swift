@@ -155,6 +155,11 @@ final class Session {
         var configuration = options.configuration
         if options.verbosity >= 2 || options.jsonLines {
             configuration.wireEventObserver = { event in post.yield(.wire(event)) }
+        } else if options.verbosity == 1 {
+            // -v shows each redirect: the answers to the upgrade are enough.
+            configuration.wireEventObserver = { event in
+                if event.kind == .handshakeResponseReceived { post.yield(.wire(event)) }
+            }
         }
         if options.reconnect {
             let reconnecting = ReconnectingLink(url: options.url, configuration: configuration) { connection in
@@ -186,6 +191,7 @@ final class Session {
         if options.verbosity >= 1, connection.isTLSSessionResumed { details.append("TLS session resumed") }
         let url = redactor.url(connection.url)
         printStatus(["connected to \(url)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")])
+        if options.verbosity >= 1 { printStatus(["timings: \(connection.connectTimings)"]) }
         if options.jsonLines {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
             record.url = url
@@ -197,6 +203,7 @@ final class Session {
     private func reconnected(_ connection: WebSocket) {
         openedAt = openedAt ?? .now
         if options.verbosity >= 1, connection.isTLSSessionResumed { printStatus(["TLS session resumed"]) }
+        if options.verbosity >= 1 { printStatus(["timings: \(connection.connectTimings)"]) }
         if options.jsonLines {
             var record = JSONLineRecord(time: Self.unixTime, direction: .event, type: .open)
             record.url = redactor.url(connection.url)

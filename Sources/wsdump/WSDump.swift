@@ -87,6 +87,22 @@ struct WSDump: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The TLS server name to send and verify, when it is not the URL's host.", valueName: "name"))
     var servername: String?
 
+    @Option(help: ArgumentHelp(
+        "Use ADDR for HOST (curl's --resolve; repeatable, several ADDRs comma-separated are raced); PORT must be the URL's.",
+        valueName: "HOST:PORT:ADDR"))
+    var resolve: [String] = []
+
+    @Option(name: .customLong("connect-to"), help: ArgumentHelp(
+        "Connect to this address whatever the URL's host resolves to (Host, SNI and certificate checks keep the URL's name).",
+        valueName: "ADDR"))
+    var connectTo: String?
+
+    @Option(name: .customLong("max-redirects"), help: ArgumentHelp("Redirects of the upgrade to follow (default 5; 0 follows none).", valueName: "n"))
+    var maxRedirects: Int?
+
+    @Option(name: .customLong("local-address"), help: ArgumentHelp("The local IP address to connect from.", valueName: "ADDR"))
+    var localAddress: String?
+
     @Flag(help: "Send input lines as binary messages.")
     var binary = false
 
@@ -172,6 +188,19 @@ struct WSDump: AsyncParsableCommand {
         configuration.tls.clientKeyFile = key
         configuration.tls.pinnedPublicKeys = pin
         configuration.tls.serverName = servername
+        if let localAddress, !AddressOverrides.isNumeric(localAddress) {
+            throw ValidationError("--local-address '\(localAddress)' is not a numeric IPv4 or IPv6 address")
+        }
+        configuration.localAddress = localAddress
+        if let maxRedirects {
+            guard maxRedirects >= 0 else { throw ValidationError("--max-redirects must be 0 or more") }
+            configuration.maxRedirects = maxRedirects
+        }
+        do {
+            configuration.resolver = try AddressOverrides.resolver(resolve: resolve, connectTo: connectTo, url: url)
+        } catch {
+            throw ValidationError(String(describing: error))
+        }
         if let pingInterval {
             guard pingInterval >= 0 else { throw ValidationError("--ping-interval must be 0 or more seconds") }
             configuration.pingInterval = pingInterval == 0 ? nil : .seconds(pingInterval)

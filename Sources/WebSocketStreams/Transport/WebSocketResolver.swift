@@ -18,4 +18,13 @@ public struct WebSocketResolver: Sendable {
     public init(_ resolve: @escaping @Sendable (_ host: String) async throws -> [String]) {
         self.resolve = resolve
     }
+
+    /// The system's resolver (`getaddrinfo`, off the event loop's thread): what a
+    /// configuration without a resolver uses, and what your own can fall back to.
+    public static let system = WebSocketResolver { host in try await HostResolver.resolveAll(host) }
+
+    /// The numeric addresses of `host`, as this resolver finds them.
+    public func addresses(of host: String) async throws -> [String] {
+        try await resolve(host)
+    }
 }
