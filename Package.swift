@@ -205,6 +205,8 @@ let package = Package(
                 "WebSocketStreams", "TaskLifetimes", "WebSocketServiceLifecycle", "WebSocketTestServer", "wsdump",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: sharedSwiftSettings
         ),
