@@ -38,7 +38,12 @@ extension WebSocket {
 
     /// The work of ``connect(to:configuration:eventLoop:)-(String,_,_)``, with the metrics
     /// that count its failures: one hop, then one more per redirect followed
-    /// (``RedirectChain``), all within one ``WebSocketConfiguration/connectTimeout``.
+    /// (``RedirectChain``), all within one ``WebSocketConfiguration/connectTimeout``, in a
+    /// span when a tracer is active (``ConnectSpan``).
+    ///
+    /// The common case (no tracer, no redirect) runs in small async frames: redirects and
+    /// tracing live in functions of their own, entered only when needed, so opening many
+    /// connections at once does not pay for their state.
     private static func open(
         _ url: String, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
         metrics: ConnectionMetrics?
@@ -46,46 +51,81 @@ extension WebSocket {
         let parsed = try WebSocketURL(parsing: url)
         try ConfigurationValidator.validate(configuration)
         let startedAt = ContinuousClock.now
-        let deadline = startedAt + configuration.connectTimeout
+        let hop = HopContext(
+            eventLoop: eventLoop, startedAt: startedAt, deadline: startedAt + configuration.connectTimeout, metrics: metrics)
         try await eventLoop.ensureStarted()
-        var redirects = RedirectChain(start: parsed, maxRedirects: configuration.maxRedirects)
+        if let span = ConnectSpan.start(url: parsed) {
+            return try await openTraced(parsed, configuration: configuration, hop: hop, span: span)
+        }
+        var redirects = 0
+        return try await openFollowingRedirects(parsed, configuration: configuration, hop: hop, redirects: &redirects)
+    }
+
+    /// ``open(_:configuration:eventLoop:metrics:)`` inside `span`, its context injected into
+    /// the upgrade request.
+    private static func openTraced(
+        _ url: WebSocketURL, configuration: WebSocketConfiguration, hop: HopContext, span: ConnectSpan
+    ) async throws -> WebSocket {
+        var traced = configuration
+        traced.headers = span.injectingContext(into: configuration.headers)
+        var redirects = 0
+        do {
+            let connection = try await openFollowingRedirects(url, configuration: traced, hop: hop, redirects: &redirects)
+            span.opened(connection.connectTimings)
+            return connection
+        } catch {
+            span.failed(error, redirects: redirects)
+            throw error
+        }
+    }
+
+    /// Connects to `url`, and when it answers with a redirect to follow, follows it.
+    /// `redirects` is set to the number followed, for a span.
+    private static func openFollowingRedirects(
+        _ url: WebSocketURL, configuration: WebSocketConfiguration, hop: HopContext, redirects: inout Int
+    ) async throws -> WebSocket {
+        do {
+            return try await openHop(url, configuration: configuration, hop: hop, redirects: 0)
+        } catch let error as WebSocketError where RedirectChain.isRedirect(error, maxRedirects: configuration.maxRedirects) {
+            return try await followRedirects(from: url, after: error, configuration: configuration, hop: hop, redirects: &redirects)
+        }
+    }
+
+    /// Follows the redirect `error` from `start`, and each further one, as ``RedirectChain`` allows.
+    private static func followRedirects(
+        from start: WebSocketURL, after error: WebSocketError, configuration: WebSocketConfiguration, hop: HopContext,
+        redirects: inout Int
+    ) async throws -> WebSocket {
+        var chain = RedirectChain(start: start, maxRedirects: configuration.maxRedirects)
         var hopConfiguration = configuration
-        let span = ConnectSpan.start(url: parsed)
-        if let span { hopConfiguration.headers = span.injectingContext(into: configuration.headers) }
+        var refusal = error
         while true {
-            do {
-                let connection = try await openHop(
-                    redirects.current, configuration: hopConfiguration, eventLoop: eventLoop, startedAt: startedAt,
-                    deadline: deadline, redirects: redirects.redirects, metrics: metrics)
-                span?.opened(connection.connectTimings)
-                return connection
-            } catch let error as WebSocketError {
-                switch redirects.next(after: error) {
-                case .notARedirect:
-                    span?.failed(error, redirects: redirects.redirects)
-                    throw error
-                case .refuse(let refusal):
-                    span?.failed(refusal, redirects: redirects.redirects)
-                    throw refusal
-                case .follow(let dropCredentials):
-                    if dropCredentials {
-                        hopConfiguration.headers = RedirectChain.withoutCredentials(hopConfiguration.headers)
-                    }
-                    configuration.logger.debug(
-                        "following a redirect (\(error.httpStatus ?? 0)) to \(redirects.current.hostHeader)")
+            switch chain.next(after: refusal) {
+            case .notARedirect:
+                throw refusal
+            case .refuse(let reason):
+                throw reason
+            case .follow(let dropCredentials):
+                redirects = chain.redirects
+                if dropCredentials {
+                    hopConfiguration.headers = RedirectChain.withoutCredentials(hopConfiguration.headers)
                 }
-            } catch {
-                span?.failed(error, redirects: redirects.redirects)
-                throw error
+                configuration.logger.debug(
+                    "following a redirect (\(refusal.httpStatus ?? 0)) to \(chain.current.hostHeader)")
+            }
+            do {
+                return try await openHop(chain.current, configuration: hopConfiguration, hop: hop, redirects: chain.redirects)
+            } catch let error as WebSocketError {
+                refusal = error
             }
         }
     }
 
     /// Connects to `parsed` once: resolves, races its addresses, and runs the handshake.
     private static func openHop(
-        _ parsed: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
-        startedAt: ContinuousClock.Instant, deadline: ContinuousClock.Instant, redirects: Int, metrics: ConnectionMetrics?
+        _ parsed: WebSocketURL, configuration: WebSocketConfiguration, hop: HopContext, redirects: Int
     ) async throws -> WebSocket {
+        let deadline = hop.deadline
         var timings = WebSocketConnectTimings()
         timings.redirects = redirects
         var target: ConnectTarget
@@ -114,9 +154,9 @@ extension WebSocket {
             target.tlsContext = try TLSClientContext.shared(for: configuration.tls)
         }
         let connection = ClientConnection(
-            url: parsed, configuration: configuration, eventLoop: eventLoop,
-            target: target, timings: ConnectClock(timings: timings, startedAt: startedAt),
-            handshakeDeadline: deadline, metrics: metrics)
+            url: parsed, configuration: configuration, eventLoop: hop.eventLoop,
+            target: target, timings: ConnectClock(timings: timings, startedAt: hop.startedAt),
+            handshakeDeadline: deadline, metrics: hop.metrics)
         try await connection.connect()
         return WebSocket(connection: connection)
     }
@@ -169,6 +209,14 @@ extension WebSocket {
             }
         }
     }
+}
+
+/// What every hop of one `connect` shares: the loop, when it started, its deadline, its metrics.
+private struct HopContext {
+    let eventLoop: WebSocketEventLoop
+    let startedAt: ContinuousClock.Instant
+    let deadline: ContinuousClock.Instant
+    let metrics: ConnectionMetrics?
 }
 
 /// The proxy `configuration` names for `url`, if any.

@@ -1,7 +1,11 @@
 /// Times the opening handshake's phases as the transport moves through them: each
 /// `…Started` notes when a phase began, each `…Finished` what it took, into
-/// ``WebSocketConnectTimings``. A value the transport keeps (loop thread only).
-struct ConnectClock {
+/// ``WebSocketConnectTimings``.
+///
+/// Made by the connecting task, then used only by the transport on the loop's thread, which
+/// lets go of it once the connection is open (the timings move to the state machine): an
+/// open connection does not carry it.
+final class ConnectClock {
     /// What is measured so far (name resolution and a race's TCP connect arrive already measured).
     private(set) var timings: WebSocketConnectTimings
     /// When `connect` was called: ``WebSocketConnectTimings/total`` runs from here.
@@ -18,7 +22,7 @@ struct ConnectClock {
     }
 
     /// The socket's connect starts (`connected`: the address race already connected it).
-    mutating func tcpStarted(to endpoint: SocketConnector.Endpoint, now: ContinuousClock.Instant = .now) {
+    func tcpStarted(to endpoint: SocketConnector.Endpoint, now: ContinuousClock.Instant = .now) {
         phaseStart = now
         switch endpoint {
         case .tcp: timings.remoteAddress = endpoint.description
@@ -30,36 +34,36 @@ struct ConnectClock {
     }
 
     /// TCP is up.
-    mutating func tcpFinished(now: ContinuousClock.Instant = .now) {
+    func tcpFinished(now: ContinuousClock.Instant = .now) {
         if timesTCP { timings.tcpConnect = now - phaseStart }
         phaseStart = now
     }
 
     /// The proxy opened its tunnel (it began when TCP was up).
-    mutating func proxyFinished(now: ContinuousClock.Instant = .now) {
+    func proxyFinished(now: ContinuousClock.Instant = .now) {
         timings.proxyTunnel = now - phaseStart
         phaseStart = now
     }
 
     /// The TLS handshake begins.
-    mutating func tlsStarted(now: ContinuousClock.Instant = .now) {
+    func tlsStarted(now: ContinuousClock.Instant = .now) {
         phaseStart = now
     }
 
     /// The TLS handshake is done.
-    mutating func tlsFinished(resumed: Bool, now: ContinuousClock.Instant = .now) {
+    func tlsFinished(resumed: Bool, now: ContinuousClock.Instant = .now) {
         timings.tlsHandshake = now - phaseStart
         timings.isTLSSessionResumed = resumed
         phaseStart = now
     }
 
     /// The upgrade request goes out.
-    mutating func upgradeStarted(now: ContinuousClock.Instant = .now) {
+    func upgradeStarted(now: ContinuousClock.Instant = .now) {
         phaseStart = now
     }
 
     /// The server's `101` was accepted: the connection is open.
-    mutating func opened(now: ContinuousClock.Instant = .now) {
+    func opened(now: ContinuousClock.Instant = .now) {
         timings.upgrade = now - phaseStart
         timings.total = now - startedAt
     }

@@ -29,6 +29,11 @@ struct RedirectChain {
     /// The statuses followed.
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
+    /// Whether `error` is an answer a chain allowing `maxRedirects` would look at.
+    static func isRedirect(_ error: WebSocketError, maxRedirects: Int) -> Bool {
+        maxRedirects > 0 && error.code == .handshakeRejected && error.httpStatus.map(redirectStatuses.contains) == true
+    }
+
     /// What to do after the current URL's upgrade was refused with `error`.
     enum Decision: Equatable {
         /// Not a redirect (or redirects are off): `error` stands as it is.
@@ -43,8 +48,7 @@ struct RedirectChain {
     /// Decides on the refusal `error` of the current URL, moving to the next URL when it is
     /// a redirect to follow.
     mutating func next(after error: WebSocketError) -> Decision {
-        guard maxRedirects > 0, error.code == .handshakeRejected, let status = error.httpStatus,
-              Self.redirectStatuses.contains(status) else { return .notARedirect }
+        guard Self.isRedirect(error, maxRedirects: maxRedirects), let status = error.httpStatus else { return .notARedirect }
         let from = current
         guard let location = error.header(named: "Location"),
               !location.isEmpty else {

@@ -31,7 +31,7 @@ extension ClientTransport {
                     if hasEnded || dropRequested { return }
                 case .tunnelOpen(let leftover):
                     connection.logger.trace("the SOCKS5 proxy opened a tunnel to \(url.hostHeader)")
-                    opening.clock.proxyFinished()
+                    opening.clock?.proxyFinished()
                     startTLSOrUpgrade(connection, loop: loop)
                     if !leftover.isEmpty { leftover.withUnsafeBytes { received(connection, $0, loop: loop) } }
                     return
@@ -49,7 +49,7 @@ extension ClientTransport {
                     return
                 }
                 connection.logger.trace("the proxy opened a tunnel to \(url.hostHeader)")
-                opening.clock.proxyFinished()
+                opening.clock?.proxyFinished()
                 startTLSOrUpgrade(connection, loop: loop)
                 let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
                 if !rest.isEmpty { received(connection, rest, loop: loop) }

@@ -13,7 +13,7 @@ extension ClientTransport {
             return
         }
         opening.step = .connecting
-        opening.clock.tcpStarted(to: target.endpoint)
+        opening.clock?.tcpStarted(to: target.endpoint)
         let started: SocketConnector.Started
         do {
             started = try SocketConnector.start(target.endpoint, from: configuration.localAddress)
@@ -70,7 +70,7 @@ extension ClientTransport {
     /// TCP is up: tunnel, secure, or upgrade.
     private func connected(_ connection: ClientConnection, loop: LoopConnections) {
         guard case .connecting = opening.step else { return }
-        opening.clock.tcpFinished()
+        opening.clock?.tcpFinished()
         guard let proxy = target.proxy else {
             startTLSOrUpgrade(connection, loop: loop)
             return
@@ -102,7 +102,7 @@ extension ClientTransport {
             return
         }
         opening.step = .securing
-        opening.clock.tlsStarted()
+        opening.clock?.tlsStarted()
         continueTLSHandshake(connection, loop: loop)
     }
 
@@ -126,7 +126,7 @@ extension ClientTransport {
                 failHandshake(connection, refusal)
                 return
             }
-            opening.clock.tlsFinished(resumed: tls.isResumed)
+            opening.clock?.tlsFinished(resumed: tls.isResumed)
             connection.logger.trace("TLS established with \(url.hostHeader)\(tls.isResumed ? " (resumed session)" : "")")
             sendUpgradeRequest(connection, loop: loop)
             pumpTLS(connection, loop: loop)
@@ -163,7 +163,7 @@ extension ClientTransport {
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: LoopConnections) {
         opening.step = .upgrading(HTTPResponseParser())
-        opening.clock.upgradeStarted()
+        opening.clock?.upgradeStarted()
         connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
         reportHandshakeRequest()
         send(opening.requestBytes, connection: connection, loop: loop)
@@ -199,10 +199,12 @@ extension ClientTransport {
             }
         }
         opening.step = .open
-        opening.clock.opened()
+        opening.clock?.opened()
+        let timings = opening.clock?.timings ?? WebSocketConnectTimings()
+        opening.clock = nil
         let tracksDelivery = socket.map { RawSocket.acknowledgedByteCount(of: $0.descriptor) != nil } ?? false
         connection.writeSide.start(with: frames, tracksDelivery: tracksDelivery)
-        connection.recordOpened(timings: opening.clock.timings)  // metrics hook
+        connection.recordOpened(timings: timings)  // metrics hook
         if let tls, let tlsContext = target.tlsContext {
             // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
             if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
@@ -210,7 +212,7 @@ extension ClientTransport {
         reader.assembler = MessageAssembler(maxMessageSize: configuration.maxMessageSize, inflater: inflater)
         let (waiter, abandoned, error) = connection.machine.withLock {
             $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
-                           responseHeaders: negotiated.headers, timings: opening.clock.timings, now: .now)
+                           responseHeaders: negotiated.headers, timings: timings, now: .now)
         }
         if let error { waiter?.resume(throwing: error) } else { waiter?.resume() }
         armTimer(connection)

@@ -39,8 +39,8 @@ struct OpeningHandshake {
     var error: WebSocketError?
     /// The lws log level this connection claimed while the loop holds it.
     var claimedLogLevel: Logger.Level?
-    /// How long each step took.
-    var clock: ConnectClock
+    /// How long each step took; `nil` once the connection is open.
+    var clock: ConnectClock?
 
     init(url: WebSocketURL, configuration: WebSocketConfiguration, clock: ConnectClock) {
         self.clock = clock
