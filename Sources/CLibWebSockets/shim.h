@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 /// `LWS_PRE`: bytes lws needs in front of every payload given to `lws_write`.
 static inline size_t wss_lws_pre(void) { return LWS_PRE; }
@@ -249,6 +250,17 @@ static inline int wss_ctx_use_private_key_pem(SSL_CTX *context, const char *pem,
     int ok = SSL_CTX_use_PrivateKey(context, key);
     EVP_PKEY_free(key);
     return ok;
+}
+
+/// How many CPUs this process may run on (its affinity mask), at least 1. Through the
+/// system call: glibc's `sched_getaffinity` and `CPU_COUNT` need `_GNU_SOURCE`.
+static inline int wss_available_cpu_count(void) {
+    unsigned long mask[16];
+    long length = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+    if (length <= 0) return 1;
+    int count = 0;
+    for (long index = 0; index < length / (long)sizeof(unsigned long); index++) count += __builtin_popcountl(mask[index]);
+    return count > 0 ? count : 1;
 }
 
 /// `OPENSSL_free` (a macro).

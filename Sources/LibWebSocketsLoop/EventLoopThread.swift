@@ -217,6 +217,15 @@ package final class EventLoopThread: TaskExecutor {
     }
 
     /// Whether the loop accepts work.
+    /// Whether the thread was ever started (it may have stopped since): a loop that never
+    /// started has no connections to close.
+    package var wasStarted: Bool {
+        inbox.withLock { inbox in
+            if case .notStarted = inbox.runState { return false }
+            return true
+        }
+    }
+
     package var isAcceptingWork: Bool {
         inbox.withLock { inbox in
             switch inbox.runState {

@@ -71,7 +71,7 @@ public struct WebSocketService: Service {
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         policy: ReconnectPolicy = ReconnectPolicy(),
-        eventLoop: WebSocketEventLoop = .shared,
+        eventLoop: WebSocketEventLoop? = nil,
         onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil,
         handler: @escaping Handler
     ) {
@@ -86,7 +86,7 @@ public struct WebSocketService: Service {
         to url: URL,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         policy: ReconnectPolicy = ReconnectPolicy(),
-        eventLoop: WebSocketEventLoop = .shared,
+        eventLoop: WebSocketEventLoop? = nil,
         onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil,
         handler: @escaping Handler
     ) {

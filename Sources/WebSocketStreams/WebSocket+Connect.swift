@@ -17,7 +17,8 @@ extension WebSocket {
     ///     `wss+unix:`) for a Unix domain socket. User info (`wss://user:pass@host/`) is sent
     ///     as Basic authorization.
     ///   - configuration: Headers, TLS, timeouts, limits; see ``WebSocketConfiguration``.
-    ///   - eventLoop: The loop that services the connection; ``WebSocketEventLoop/shared`` by default.
+    ///   - eventLoop: The loop that services the connection; by default the least loaded loop
+    ///     of ``WebSocketEventLoopGroup/shared`` (see ``WebSocketEventLoopGroup/next()``).
     /// - Throws: ``WebSocketError`` saying what failed (``WebSocketError/invalidURL(_:)``,
     ///   ``WebSocketError/connectionFailed(_:)``, ``WebSocketError/timedOut``,
     ///   ``WebSocketError/tlsFailure(_:)``, ``WebSocketError/handshakeRejected(status:headers:body:)``, ``WebSocketError/proxyRejected(status:headers:)``, ``WebSocketError/proxyRejected(_:)``,
@@ -25,11 +26,12 @@ extension WebSocket {
     public static func connect(
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
-        eventLoop: WebSocketEventLoop = .shared
+        eventLoop: WebSocketEventLoop? = nil
     ) async throws -> WebSocket {
         let metrics = ConnectionMetrics(configuration.metrics)
         do {
-            return try await open(url, configuration: configuration, eventLoop: eventLoop, metrics: metrics)
+            return try await open(
+                url, configuration: configuration, eventLoop: eventLoop ?? WebSocketEventLoopGroup.shared.next(), metrics: metrics)
         } catch {
             metrics?.connectFailed(error)
             throw error
@@ -165,7 +167,7 @@ extension WebSocket {
     public static func connect(
         to url: URL,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
-        eventLoop: WebSocketEventLoop = .shared
+        eventLoop: WebSocketEventLoop? = nil
     ) async throws -> WebSocket {
         try await connect(to: url.absoluteString, configuration: configuration, eventLoop: eventLoop)
     }
@@ -190,11 +192,12 @@ extension WebSocket {
     public static func withConnection<Result>(
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
-        eventLoop: WebSocketEventLoop = .shared,
+        eventLoop: WebSocketEventLoop? = nil,
         runningOn executor: BodyExecutor = .default,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (WebSocket) async throws -> Result
     ) async throws -> Result {
+        let eventLoop = eventLoop ?? WebSocketEventLoopGroup.shared.next()
         let preferred: (any TaskExecutor)? = executor == .eventLoop ? eventLoop : nil
         return try await withTaskExecutorPreference(preferred, isolation: isolation) {
             let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop)

@@ -48,6 +48,11 @@ final class ClientConnection: LoopWork {
         machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline))
         writeSide = WriteSide(loop: eventLoop.thread)
         transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target, clock: clock)
+        eventLoop.connectionCountChanged(by: 1)
+    }
+
+    deinit {
+        eventLoop.connectionCountChanged(by: -1)
     }
 
     /// The thread of the loop this connection runs on.

@@ -10,9 +10,9 @@ import SynchronizationSupport
 /// queue and a wake-up, so nothing you do blocks the loop and nothing the loop does
 /// blocks your tasks.
 ///
-/// Most programs use ``shared``, created on first use and alive for the whole process.
-/// Create your own loop to isolate a group of connections (e.g. in tests) and shut it
-/// down when done:
+/// Most programs give no loop: connections go to the least loaded loop of
+/// ``WebSocketEventLoopGroup/shared``, one loop per core. Create your own loop to isolate a
+/// group of connections (e.g. in tests) and shut it down when done:
 ///
 /// ```swift
 /// let loop = WebSocketEventLoop(name: "feeds")
@@ -21,12 +21,44 @@ import SynchronizationSupport
 /// await loop.shutdown()   // closes its connections with 1001, then stops the thread
 /// ```
 public final class WebSocketEventLoop: Sendable {
-    /// The process-wide loop used when no loop is given. Its thread starts on first use.
+    /// The first loop of ``WebSocketEventLoopGroup/shared``, the group connections made
+    /// without a loop are placed on. Its thread starts on first use.
     public static let shared = WebSocketEventLoop(name: "ws-shared-loop")
 
     let thread: EventLoopThread
     let connections: LoopConnections
     private let shuttingDown = AnnotatedMutex(false)
+    /// Connections made on this loop and not yet released.
+    private let liveConnections = Atomic<Int>(0)
+    /// Connections ``WebSocketEventLoopGroup/next()`` placed here that have not been made
+    /// yet: each connection made takes one back. Without them a burst of connects, none
+    /// made yet, would all see the same loads and pile onto one loop.
+    private let placedConnections = Atomic<Int>(0)
+
+    /// How many connections this loop holds or is about to: what a group places by.
+    var load: Int { liveConnections.load(ordering: .relaxed) + placedConnections.load(ordering: .relaxed) }
+
+    /// How many connections this loop holds (made, not yet released).
+    var connectionCount: Int { liveConnections.load(ordering: .relaxed) }
+
+    /// A group chose this loop for a connection about to be made.
+    func connectionPlaced() {
+        placedConnections.add(1, ordering: .relaxed)
+    }
+
+    /// A connection on this loop was made (`+1`: it takes back a placement, if any) or
+    /// released (`-1`).
+    func connectionCountChanged(by delta: Int) {
+        liveConnections.add(delta, ordering: .relaxed)
+        guard delta > 0 else { return }
+        var placed = placedConnections.load(ordering: .relaxed)
+        while placed > 0 {
+            let (exchanged, current) = placedConnections.compareExchange(
+                expected: placed, desired: placed - 1, ordering: .relaxed)
+            if exchanged { break }
+            placed = current
+        }
+    }
 
     /// Creates a loop. Its thread and lws context are created on the first connection.
     ///
@@ -59,7 +91,7 @@ public final class WebSocketEventLoop: Sendable {
             defer { flag = true }
             return !flag
         }
-        if first, thread.isAcceptingWork {
+        if first, thread.wasStarted, thread.isAcceptingWork {
             let allClosed = ResumeOnceSignal()
             let posted = thread.post(LoopClosure { [connections] in
                 connections.closeAll { allClosed.signal() }

@@ -32,7 +32,7 @@ extension ReconnectingStorage {
     private func runConnection() async -> ReconnectStateMachine.Action {
         let socket: WebSocket
         do {
-            socket = try await WebSocket.connect(to: url, configuration: configuration, eventLoop: eventLoop)
+            socket = try await WebSocket.connect(to: url, configuration: configuration, eventLoop: loopForNextConnection())
         } catch {
             let failure = (error as? WebSocketError) ?? .connectionFailed("the attempt was cancelled")
             return shared.withLock { $0.machine.attemptFailed(failure, random: .random(in: 0...1)) }

@@ -81,7 +81,11 @@ final class ReconnectingStorage: Sendable {
 
     let url: String
     let configuration: WebSocketConfiguration
-    let eventLoop: WebSocketEventLoop
+    /// The loop the caller gave; `nil`: a loop of ``WebSocketEventLoopGroup/shared``, kept
+    /// across reconnects unless it is overloaded (``placedLoop``).
+    let eventLoop: WebSocketEventLoop?
+    /// The shared group's loop the connections go to, once the first was placed.
+    private let placedLoop = AnnotatedMutex<WebSocketEventLoop?>(nil)
     let onConnect: (@Sendable (WebSocket) async throws -> Void)?
     let shared: AnnotatedMutex<Shared>
     /// Backoff sleeps and uptime, on the clock the socket was given.
@@ -91,7 +95,7 @@ final class ReconnectingStorage: Sendable {
     private let timeBase = ContinuousClock.now
 
     init(
-        url: String, configuration: WebSocketConfiguration, policy: ReconnectPolicy, eventLoop: WebSocketEventLoop,
+        url: String, configuration: WebSocketConfiguration, policy: ReconnectPolicy, eventLoop: WebSocketEventLoop?,
         clock: any Clock<Duration> = ContinuousClock(),
         onConnect: (@Sendable (WebSocket) async throws -> Void)?
     ) {
@@ -104,6 +108,18 @@ final class ReconnectingStorage: Sendable {
     }
 
     var policy: ReconnectPolicy { shared.withLock { $0.machine.policy } }
+
+    /// The loop for the next connection: the caller's, else the shared group's loop of the
+    /// last connection unless it is overloaded, else the least loaded.
+    func loopForNextConnection() -> WebSocketEventLoop {
+        if let eventLoop { return eventLoop }
+        let group = WebSocketEventLoopGroup.shared
+        return placedLoop.withLock { placed in
+            let loop = placed.map(group.keeping) ?? group.next()
+            placed = loop
+            return loop
+        }
+    }
 
     /// Now, on the injected clock, as the state machine counts time.
     var now: ContinuousClock.Instant { timeBase.advanced(by: timing.elapsed()) }

@@ -56,7 +56,7 @@ public final class ReconnectingWebSocket: Sendable {
         to url: String,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         policy: ReconnectPolicy = ReconnectPolicy(),
-        eventLoop: WebSocketEventLoop = .shared,
+        eventLoop: WebSocketEventLoop? = nil,
         clock: any Clock<Duration> = ContinuousClock(),
         onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
     ) {
@@ -69,7 +69,7 @@ public final class ReconnectingWebSocket: Sendable {
         to url: URL,
         configuration: WebSocketConfiguration = WebSocketConfiguration(),
         policy: ReconnectPolicy = ReconnectPolicy(),
-        eventLoop: WebSocketEventLoop = .shared,
+        eventLoop: WebSocketEventLoop? = nil,
         clock: any Clock<Duration> = ContinuousClock(),
         onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
     ) {
