@@ -50,4 +50,12 @@ extension ProcessResources {
         }
         return Int(limit.rlim_cur)
     }
+
+    /// User plus system CPU time this process has used, in seconds.
+    public static func cpuSeconds() -> Double {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
 }

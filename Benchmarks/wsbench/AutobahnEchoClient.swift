@@ -13,7 +13,7 @@ enum AutobahnEchoClient {
         configuration.pingInterval = nil
         let connection: WebSocket
         do {
-            connection = try await WebSocket.connect(to: parameters.url, configuration: configuration)
+            connection = try await WebSocket.connect(to: parameters.url, configuration: configuration, eventLoop: parameters.nextLoop())
         } catch {
             return failedToConnect(parameters, error)
         }

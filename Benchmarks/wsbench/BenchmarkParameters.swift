@@ -9,6 +9,17 @@ struct BenchmarkParameters: Sendable {
     var inflight: Int
     var connections: Int
     var configuration: WebSocketConfiguration
+    /// The loops connections go to: `nil` for the SDK's default (the shared group, a loop
+    /// per core); `--loops N` makes a group of its own.
+    var group: WebSocketEventLoopGroup? = nil
+    /// W7: how long the connections are held open.
+    var hold: Duration = .seconds(45)
+
+    /// The loop for the next connection (`nil`: let the SDK place it).
+    func nextLoop() -> WebSocketEventLoop? { group?.next() }
+
+    /// Every loop connections may go to (to warm them all before measuring).
+    var loops: [WebSocketEventLoop] { (group ?? .shared).loops }
 
     /// The name wsbench reports itself by, next to wsbench-c's `raw-c`.
     static let clientName = "websocketstreams"

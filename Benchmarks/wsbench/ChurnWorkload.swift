@@ -8,7 +8,8 @@ enum ChurnWorkload {
     static func run(_ parameters: BenchmarkParameters) async -> BenchmarkReport {
         let clock = ContinuousClock()
         do {
-            try await cycle(parameters)  // the loop's context and one-time allocations
+            // Every loop's context and the one-time allocations, before counting.
+            for loop in parameters.loops { try await cycle(parameters, on: loop) }
         } catch {
             return failedToConnect(parameters, error)
         }
@@ -45,8 +46,9 @@ enum ChurnWorkload {
     }
 
     /// One connection: open, one echo, close with 1000.
-    private static func cycle(_ parameters: BenchmarkParameters) async throws {
-        let connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration)
+    private static func cycle(_ parameters: BenchmarkParameters, on loop: WebSocketEventLoop? = nil) async throws {
+        let connection = try await WebSocket.connect(
+            to: parameters.url, configuration: parameters.configuration, eventLoop: loop ?? parameters.nextLoop())
         try await connection.send(.text("churn"))
         var messages = connection.messages.makeAsyncIterator()
         guard await messages.next() == .text("churn") else {

@@ -12,7 +12,7 @@ enum EchoWorkload {
         let clock = ContinuousClock()
         let connection: WebSocket
         do {
-            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration)
+            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: parameters.nextLoop())
         } catch {
             return failedToConnect(parameters, error)
         }

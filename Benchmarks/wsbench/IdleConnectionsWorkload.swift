@@ -9,15 +9,17 @@ import WebSocketStreams
 /// child tasks would cost more memory (their frames, freed after, stay resident in the
 /// heap) and more time than the handshakes themselves.
 ///
-/// One connection is opened and closed first, so the event loop's context and the
-/// runtime's one-time allocations are in the baseline, as lws's context is in wsbench-c's.
+/// One connection per loop is opened and closed first, so the event loops' contexts and
+/// the runtime's one-time allocations are in the baseline, as lws's context is in wsbench-c's.
 enum IdleConnectionsWorkload {
     static func run(_ parameters: BenchmarkParameters) async -> BenchmarkReport {
         let clock = ContinuousClock()
         let target = max(1, parameters.connections)
         do {
-            let warmUp = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration)
-            await warmUp.close()
+            for loop in parameters.loops {
+                let warmUp = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: loop)
+                await warmUp.close()
+            }
         } catch {
             return failedToConnect(parameters, error)
         }
@@ -32,7 +34,7 @@ enum IdleConnectionsWorkload {
                 started += 1
                 group.addTask {
                     do {
-                        return .success(try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration))
+                        return .success(try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: parameters.nextLoop()))
                     } catch {
                         return .failure(error)
                     }

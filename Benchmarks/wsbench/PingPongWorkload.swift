@@ -8,7 +8,7 @@ enum PingPongWorkload {
         let clock = ContinuousClock()
         let connection: WebSocket
         do {
-            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration)
+            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: parameters.nextLoop())
         } catch {
             return failedToConnect(parameters, error)
         }

@@ -43,7 +43,7 @@ enum PushWorkload {
         var outcome = Outcome()
         let connection: WebSocket
         do {
-            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration)
+            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: parameters.nextLoop())
         } catch {
             outcome.failure = "connect failed: \(error)"
             return outcome

@@ -22,6 +22,9 @@ struct WSBench: AsyncParsableCommand {
               W5  connections: open --connections idle connections, at most
                   --inflight handshakes at a time (open_s, rss_per_conn_kb)
               W6  fan-in: --connections connections each receiving --count pushes
+              W7  scale: open --connections (default 10,000; --inflight handshakes at a
+                  time), hold them --hold seconds with pings every --ping-interval,
+                  close them (open/close time per 1,000, RSS per connection, idle CPU)
               autobahn  echo every message with its type until the peer closes
                   (the Autobahn|Testsuite client contract)
               asyncstream  no network: the cost of one AsyncStream element, the
@@ -59,6 +62,15 @@ struct WSBench: AsyncParsableCommand {
     @Flag(name: .customLong("no-compression"), help: "Do not offer permessage-deflate.")
     var noCompression = false
 
+    @Option(help: "W7: seconds to hold the connections open (default 45).")
+    var hold: Double?
+
+    @Option(name: .customLong("ping-interval"), help: "Seconds between keep-alive pings (W7 default 20; others: the SDK's default, 20).")
+    var pingInterval: Double?
+
+    @Option(help: "Event loops for the connections: 1 = one loop thread; N = a group of N. Default: the SDK's shared group (one loop per available core).")
+    var loops: Int?
+
     @Option(help: "Where the workload's tasks run: 'global' (Swift's default executor) or 'loop' (the event loop's thread, via withTaskExecutorPreference; no thread hop per message).")
     var executor: ExecutorChoice = .global
 
@@ -74,7 +86,7 @@ struct WSBench: AsyncParsableCommand {
     func run() async throws {
         ProcessResources.raiseDescriptorLimit()
         let parameters = makeParameters()
-        let limit = timeLimit ?? (workload == .autobahn ? nil : 60)
+        let limit = timeLimit ?? (workload == .autobahn ? nil : workload == .w7 ? (hold ?? 45) + 120 : 60)
         let timeLimit = limit.map { Duration.milliseconds(Int64($0 * 1000)) }
         var report: BenchmarkReport
         switch executor {
@@ -95,6 +107,9 @@ struct WSBench: AsyncParsableCommand {
         let count = count ?? workload.defaultCount
         var configuration = WebSocketConfiguration()
         configuration.compression = !noCompression
+        if let pingInterval {
+            configuration.pingInterval = pingInterval > 0 ? .milliseconds(Int64(pingInterval * 1000)) : nil
+        }
         if workload == .w3 {
             // Room for the echo of one large message, as the raw C client has.
             configuration.maxMessageSize = max(configuration.maxMessageSize, (size ?? workload.defaultSize) + 1)
@@ -102,9 +117,11 @@ struct WSBench: AsyncParsableCommand {
         return BenchmarkParameters(
             workload: workload, url: url ?? "", count: count,
             size: size ?? workload.defaultSize,
-            inflight: inflight ?? (workload == .w3 ? 1 : workload == .w5 ? 100 : 64),
+            inflight: inflight ?? (workload == .w3 ? 1 : workload == .w5 || workload == .w7 ? 100 : 64),
             connections: connections ?? workload.defaultConnections(count: count),
-            configuration: configuration)
+            configuration: configuration,
+            group: loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") },
+            hold: .milliseconds(Int64((hold ?? 45) * 1000)))
     }
 
     /// Runs the workload; when `timeLimit` passes first, cancels it and returns what it
@@ -138,6 +155,7 @@ struct WSBench: AsyncParsableCommand {
         case .w2, .w3: await EchoWorkload.run(parameters)
         case .w4, .w6: await PushWorkload.run(parameters)
         case .w5: await IdleConnectionsWorkload.run(parameters)
+        case .w7: await ScaleWorkload.run(parameters)
         case .autobahn: await AutobahnEchoClient.run(parameters)
         case .asyncstream: await AsyncStreamFloor.run(parameters)
         case .churn: await ChurnWorkload.run(parameters)

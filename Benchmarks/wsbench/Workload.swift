@@ -14,6 +14,9 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     case w5 = "W5"
     /// Fan-in: `--connections` connections each receiving `--count` pushed messages.
     case w6 = "W6"
+    /// Scale: open `--connections` connections, hold them `--hold` seconds with keep-alive
+    /// pings every `--ping-interval`, close them; cost per connection at each step.
+    case w7 = "W7"
     /// The Autobahn|Testsuite echo client: echo every message with its type until closed.
     case autobahn
     /// No network: the cost of one `AsyncStream` element (the floor under `messages`).
@@ -30,6 +33,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w4: 200_000
         case .w5: 1_000
         case .w6: 2_000
+        case .w7: 10_000
         case .autobahn: 0
         case .asyncstream: 2_000_000
         case .churn: 1_000
@@ -43,14 +47,14 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w2: 1024
         case .w3: 4 * 1024 * 1024
         case .w4, .w6: 128
-        case .w5, .autobahn, .asyncstream, .churn: 0
+        case .w5, .w7, .autobahn, .asyncstream, .churn: 0
         }
     }
 
     /// Connections when `--connections` is not given.
     func defaultConnections(count: Int) -> Int {
         switch self {
-        case .w5: count
+        case .w5, .w7: count
         case .w6: 100
         case .churn: 4
         default: 1

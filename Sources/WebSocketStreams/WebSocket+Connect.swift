@@ -280,7 +280,7 @@ private func endpoint(
     }
     guard all.count > 1 else { return .tcp(address: all[0], port: port) }
     let socket = try await AddressRace.race(
-        host: host, addresses: AddressRace.interleave(all), port: port, localAddress: configuration.localAddress,
+        host: host, addresses: AddressRace.interleave(all), port: port, options: SocketConnector.Options(configuration),
         attemptDelay: configuration.connectionAttemptDelay, deadline: deadline)
     timings.tcpConnect = socket.connectDuration
     timings.connectionAttempts = socket.attempts

@@ -45,6 +45,15 @@ enum ConfigurationValidator {
         guard configuration.connectionAttemptDelay >= .zero else {
             throw .invalidConfiguration("connectionAttemptDelay must not be negative")
         }
+        if let heartbeat = configuration.heartbeat, heartbeat.interval <= .zero || heartbeat.timeout <= .zero {
+            throw .invalidConfiguration("heartbeat.interval and heartbeat.timeout must be positive")
+        }
+        if let keepalive = configuration.tcpKeepalive, keepalive < .seconds(3) {
+            throw .invalidConfiguration("tcpKeepalive must be at least 3 seconds (probes go every third of it, in whole seconds)")
+        }
+        if let timeout = configuration.tcpUserTimeout, timeout < .milliseconds(1) {
+            throw .invalidConfiguration("tcpUserTimeout must be at least 1 millisecond")
+        }
         guard configuration.maxRedirects >= 0 else {
             throw .invalidConfiguration("maxRedirects must not be negative")
         }

@@ -16,6 +16,9 @@ import Logging
 /// | ``maxRedirects`` | 5 | Redirects (301, 302, 303, 307, 308) followed; 0 follows none |
 /// | ``pingInterval`` | 20 s | Idle keep-alive ping period; `nil` disables it |
 /// | ``pongTimeout`` | 10 s | A ping unanswered this long ends the connection (``WebSocketError/pongTimeout``) |
+/// | ``pingMode`` | `.idle` | Ping after silence (`.idle`) or on a schedule (`.periodic`) |
+/// | ``heartbeat`` | none | An application heartbeat message and how to recognise its reply |
+/// | ``tcpKeepalive`` / ``tcpUserTimeout`` | system | TCP keep-alive probes; how long unacknowledged data may wait (`TCP_USER_TIMEOUT`) |
 /// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
 /// | ``maxBufferedMessages`` / ``maxBufferedBytes`` | 1,024 / 4 MiB | Unread messages held before reading pauses |
 /// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
@@ -93,6 +96,27 @@ public struct WebSocketConfiguration: Sendable {
     /// How long a keep-alive ping may go unanswered before the connection is dropped with
     /// ``WebSocketError/pongTimeout``.
     public var pongTimeout: Duration = .seconds(10)
+
+    /// When keep-alive pings go out: `.idle` (the default) after ``pingInterval`` without
+    /// anything received, `.periodic` every ``pingInterval`` whatever the traffic.
+    public var pingMode: WebSocketPingMode = .idle
+
+    /// An application-level heartbeat (a message of the server's own protocol and how to
+    /// recognise its reply), for servers that close connections without one; `nil` (the
+    /// default) sends none. See ``WebSocketHeartbeat``.
+    public var heartbeat: WebSocketHeartbeat?
+
+    /// TCP keep-alive: after this long without any packet from the peer the kernel sends
+    /// probes (every third of it, three in all) and drops a peer that answers none, even
+    /// when no keep-alive ping is configured. `nil` (the default): the system's setting
+    /// (off for most sockets).
+    public var tcpKeepalive: Duration?
+
+    /// `TCP_USER_TIMEOUT`: how long written data may stay unacknowledged (or the peer's
+    /// window stay closed) before the kernel drops the connection. Without it, a peer that
+    /// vanishes while data is queued to it is found only after about 15 minutes of
+    /// retransmissions. `nil` (the default): the system's behaviour.
+    public var tcpUserTimeout: Duration?
 
     /// The largest incoming message accepted, in bytes (after decompression). A larger
     /// one closes the connection with 1009 and ``WebSocketError/messageTooLarge(limit:)``.

@@ -27,7 +27,7 @@ enum AddressRace {
     /// `deadline` passes. Throws ``WebSocketError/connectionFailed(_:)`` naming every address
     /// and why it failed, ``WebSocketError/timedOut`` at the deadline, or `CancellationError`.
     static func race(
-        host: String, addresses: [String], port: Int, localAddress: String?, attemptDelay: Duration,
+        host: String, addresses: [String], port: Int, options: SocketConnector.Options, attemptDelay: Duration,
         deadline: ContinuousClock.Instant
     ) async throws -> ConnectedSocket {
         let cancelled = CancelFlag()
@@ -37,7 +37,7 @@ enum AddressRace {
                 outcome.withLock { $0 = .waiting(continuation) }
                 let started = DetachedThread.run(name: "ws-connect") {
                     let result = Self.run(
-                        host: host, addresses: addresses, port: port, localAddress: localAddress,
+                        host: host, addresses: addresses, port: port, options: options,
                         attemptDelay: attemptDelay, deadline: deadline, cancelled: cancelled)
                     let waiter: UnsafeContinuation<ConnectedSocket, any Error>? = outcome.withLock { state in
                         defer { state = .done }
@@ -80,7 +80,7 @@ enum AddressRace {
 
     /// The race itself, blocking (on its own thread).
     private static func run(
-        host: String, addresses: [String], port: Int, localAddress: String?, attemptDelay: Duration,
+        host: String, addresses: [String], port: Int, options: SocketConnector.Options, attemptDelay: Duration,
         deadline: ContinuousClock.Instant, cancelled: CancelFlag
     ) -> Result<ConnectedSocket, any Error> {
         let started = ContinuousClock.now
@@ -109,7 +109,7 @@ enum AddressRace {
                 let address = addresses[next]
                 next += 1
                 do {
-                    let attempt = try SocketConnector.start(.tcp(address: address, port: port), from: localAddress)
+                    let attempt = try SocketConnector.start(.tcp(address: address, port: port), options: options)
                     if !attempt.inProgress {
                         closeAll()
                         return .success(ConnectedSocket(

@@ -16,7 +16,7 @@ extension ClientTransport {
         opening.clock?.tcpStarted(to: target.endpoint)
         let started: SocketConnector.Started
         do {
-            started = try SocketConnector.start(target.endpoint, from: configuration.localAddress)
+            started = try SocketConnector.start(target.endpoint, options: SocketConnector.Options(configuration))
         } catch {
             end(connection, connectError: proxied(error))
             loop.forget(connection)

@@ -139,6 +139,8 @@ extension ClientTransport {
     /// Hands the messages gathered so far to the state machine.
     private func deliverIncoming(_ connection: ClientConnection, loop: LoopConnections) {
         guard !reader.incoming.isEmpty else { return }
+        if let heartbeat = configuration.heartbeat { takeHeartbeatReplies(heartbeat, connection) }
+        guard !reader.incoming.isEmpty else { return }
         connection.metrics?.received(reader.incoming)
         // Both arrays are the reader's, reused from read to read (no allocation per read).
         var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
@@ -151,6 +153,22 @@ extension ClientTransport {
         deliveries.removeAll(keepingCapacity: true)
         swap(&deliveries, &reader.deliveries)
         if pause { pauseReading() }
+    }
+
+    /// Notes a reply to the application heartbeat among the messages read, and keeps
+    /// replies from the consumer unless ``WebSocketHeartbeat/deliversReplies``.
+    private func takeHeartbeatReplies(_ heartbeat: WebSocketHeartbeat, _ connection: ClientConnection) {
+        var replied = false
+        if heartbeat.deliversReplies {
+            replied = reader.incoming.contains(where: heartbeat.isReply)
+        } else {
+            let before = reader.incoming.count
+            reader.incoming.removeAll(where: heartbeat.isReply)
+            replied = reader.incoming.count != before
+        }
+        guard replied else { return }
+        connection.machine.withLock { $0.heartbeatReplied(now: .now) }
+        armTimer(connection)
     }
 
     func pauseReading() {

@@ -187,6 +187,14 @@ final class ClientTransport: @unchecked Sendable {
             connection.logger.debug("no pong within \(configuration.pongTimeout); dropping the connection")
             requestDrop()
             return
+        case .sendHeartbeat:
+            if let heartbeat = configuration.heartbeat, connection.machine.withLock({ $0.sendFromLoop(heartbeat.message) }) {
+                flush(connection, loop: loop)
+            }
+        case .heartbeatTimedOut:
+            connection.logger.debug("no reply to the heartbeat; dropping the connection")
+            requestDrop()
+            return
         }
         armTimer(connection)
     }

@@ -26,6 +26,27 @@ enum SocketConnector {
         }
     }
 
+    /// How a TCP socket is set up before it connects: its source address and the kernel's
+    /// liveness checks (``WebSocketConfiguration/localAddress``,
+    /// ``WebSocketConfiguration/tcpKeepalive``, ``WebSocketConfiguration/tcpUserTimeout``).
+    struct Options: Sendable {
+        var localAddress: String?
+        var keepalive: Duration?
+        var userTimeout: Duration?
+
+        init(localAddress: String? = nil, keepalive: Duration? = nil, userTimeout: Duration? = nil) {
+            self.localAddress = localAddress
+            self.keepalive = keepalive
+            self.userTimeout = userTimeout
+        }
+
+        init(_ configuration: WebSocketConfiguration) {
+            self.init(
+                localAddress: configuration.localAddress, keepalive: configuration.tcpKeepalive,
+                userTimeout: configuration.tcpUserTimeout)
+        }
+    }
+
     /// A connect under way or done.
     struct Started {
         /// The non-blocking socket; the caller owns it.
@@ -38,7 +59,8 @@ enum SocketConnector {
     /// Creates a non-blocking socket for `endpoint`, bound to `localAddress` when one is
     /// given, and starts connecting it. Throws the failure in words when it fails at once
     /// (no socket is left open then).
-    static func start(_ endpoint: Endpoint, from localAddress: String? = nil) throws(WebSocketError) -> Started {
+    static func start(_ endpoint: Endpoint, options: Options = Options()) throws(WebSocketError) -> Started {
+        let localAddress = options.localAddress
         switch endpoint {
         case .tcp(let address, let port):
             guard let bytes = addressBytes(address) else { throw .connectionFailed("'\(address)' is not a numeric address") }
@@ -58,6 +80,7 @@ enum SocketConnector {
             let descriptor = try makeSocket(family: isIPv4 ? AF_INET : AF_INET6, endpoint: endpoint)
             var noDelay: Int32 = 1
             _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            applyLiveness(options, to: descriptor)
             if var local, let localAddress {
                 // The port is chosen at connect, for the whole 4-tuple: many connections from
                 // one source address to different servers do not each use up a port.
@@ -115,6 +138,31 @@ enum SocketConnector {
         if inet_pton(AF_INET6, numeric, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
         return nil
     }
+
+    /// Sets TCP keep-alive (`SO_KEEPALIVE`, `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`)
+    /// and `TCP_USER_TIMEOUT` as `options` ask.
+    private static func applyLiveness(_ options: Options, to descriptor: Int32) {
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        if let keepalive = options.keepalive {
+            let idle = Int32(clamping: max(1, keepalive.components.seconds))
+            var on: Int32 = 1
+            var idleSeconds = idle
+            var interval = max(1, idle / 3)
+            var count: Int32 = 3
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_KEEPALIVE, &on, size)
+            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPIDLE, &idleSeconds, size)
+            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPINTVL, &interval, size)
+            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_KEEPCNT, &count, size)
+        }
+        if let userTimeout = options.userTimeout {
+            var milliseconds = UInt32(clamping: userTimeout.components.seconds * 1000
+                + userTimeout.components.attoseconds / 1_000_000_000_000_000)
+            _ = setsockopt(descriptor, Int32(IPPROTO_TCP), tcpUserTimeoutOption, &milliseconds, socklen_t(MemoryLayout<UInt32>.size))
+        }
+    }
+
+    /// Linux's `TCP_USER_TIMEOUT` (since 2.6.37).
+    private static let tcpUserTimeoutOption: Int32 = 18
 
     /// Linux's `IP_BIND_ADDRESS_NO_PORT` (since 4.2; Glibc's headers may lack it).
     private static let ipBindAddressNoPort: Int32 = 24

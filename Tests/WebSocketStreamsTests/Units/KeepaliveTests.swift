@@ -188,4 +188,40 @@ struct KeepaliveTests {
         keepalive.pingSent(tag: .user, id: 4, at: Self.at(20))
         #expect(keepalive.tick(at: Self.at(25)) == .timedOut)
     }
+
+    @Test(".idle: data arriving puts the due ping off to an interval after it, without re-arming per message")
+    func idleWaitsForSilence() {
+        var keepalive = Keepalive(interval: .seconds(10), pongTimeout: .seconds(5), mode: .idle, now: Self.start)
+        keepalive.dataReceived(at: Self.at(7))
+        #expect(keepalive.nextDeadline == Self.at(10))   // the timer is not moved by data
+        #expect(keepalive.tick(at: Self.at(10)) == .none)
+        #expect(keepalive.nextDeadline == Self.at(17))
+        #expect(keepalive.tick(at: Self.at(17)) == .sendPing)
+    }
+
+    @Test(".periodic: data does not put pings off; the next is an interval after the last ping")
+    func periodicKeepsSchedule() {
+        var keepalive = Keepalive(interval: .seconds(10), pongTimeout: .seconds(5), mode: .periodic, now: Self.start)
+        keepalive.dataReceived(at: Self.at(7))
+        #expect(keepalive.tick(at: Self.at(10)) == .sendPing)
+        keepalive.pingSent(tag: .keepalive, id: 1, at: Self.at(10))
+        _ = keepalive.pongReceived(Keepalive.payload(tag: .keepalive, id: 1), at: Self.at(12))
+        #expect(keepalive.nextDeadline == Self.at(20))
+    }
+
+    @Test("the shared grid: ping times move later onto one grid for every connection, never earlier")
+    func sharedGrid() throws {
+        #expect(Keepalive.sharedGrid(for: .seconds(20)) == .seconds(1))
+        #expect(Keepalive.sharedGrid(for: .seconds(5)) == .milliseconds(500))
+        #expect(Keepalive.sharedGrid(for: nil) == nil)
+        let grid = try #require(Keepalive.sharedGrid(for: .seconds(20)))
+        let keepalive = Keepalive(interval: .seconds(20), pongTimeout: .seconds(5), grid: grid, now: Self.at(0.3))
+        let due = try #require(keepalive.nextDeadline)
+        #expect(due >= Self.at(20.3) && due < Self.at(21.3))     // later by less than one tick
+        #expect(keepalive.aligned(due) == due)                     // a tick stays where it is
+        // Two connections due within one tick of each other, on the same side of it, share it.
+        #expect(keepalive.aligned(due - .milliseconds(200)) == due)
+        #expect(keepalive.aligned(due - .milliseconds(700)) == due)
+        #expect(keepalive.aligned(due + .milliseconds(1)) == due + grid)
+    }
 }

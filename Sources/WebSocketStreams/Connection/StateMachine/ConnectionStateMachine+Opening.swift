@@ -59,7 +59,9 @@ extension ConnectionStateMachine {
         guard case .connecting(let connecting) = state else { return (nil, false, nil) }
         negotiated = Negotiated(
             subprotocol: subprotocol, extensions: extensions, responseHeaders: responseHeaders, timings: timings)
-        keepalive = Keepalive(interval: timing.pingInterval, pongTimeout: timing.pongTimeout, now: now)
+        keepalive = Keepalive(
+            interval: timing.pingInterval, pongTimeout: timing.pongTimeout, mode: timing.pingMode, grid: timing.pingGrid, now: now)
+        heartbeat = timing.heartbeat.map { Heartbeat(interval: $0.interval, timeout: $0.timeout, now: now) }
         state = .open
         if connecting.cancelled {
             return (nil, startClosing(CloseReason(code: .goingAway, reason: "")), nil)

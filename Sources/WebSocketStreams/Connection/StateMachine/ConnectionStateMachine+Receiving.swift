@@ -32,7 +32,7 @@ extension ConnectionStateMachine {
         contentsOf batch: [WebSocketMessage], deliveries: inout [(InboundQueue.Consumer, WebSocketMessage)],
         now: @autoclosure () -> ContinuousClock.Instant? = nil
     ) -> Bool {
-        if keepalive?.inFlight != nil, let now = now() { keepalive?.dataReceived(at: now) }
+        if keepalive?.wantsReceiveTimes == true, let now = now() { keepalive?.dataReceived(at: now) }
         var pause = false
         for message in batch {
             switch receive(message) {
@@ -41,8 +41,16 @@ extension ConnectionStateMachine {
             case .none: break
             }
         }
-        if pause { keepalive?.pause() }
+        if pause {
+            keepalive?.pause()
+            heartbeat?.pause()
+        }
         return pause
+    }
+
+    /// A reply to the application heartbeat arrived.
+    mutating func heartbeatReplied(now: ContinuousClock.Instant) {
+        heartbeat?.replyReceived(at: now)
     }
 
     /// Received messages waiting for the consumer.
@@ -73,6 +81,7 @@ extension ConnectionStateMachine {
     mutating func readingResumed(now: ContinuousClock.Instant) -> Bool {
         guard deferredFailure == nil else { return false }
         keepalive?.resume(at: now)
+        heartbeat?.resume(at: now)
         return true
     }
 
@@ -172,6 +181,7 @@ extension ConnectionStateMachine {
         guard inbound.count > 0 || consumer.isHoldingMessages else { return .fail(fail(failure, now: now)) }
         deferredFailure = (failure, now + timing.deferredFailureGrace)
         keepalive?.pause()
+        heartbeat?.pause()
         return .deferred
     }
 

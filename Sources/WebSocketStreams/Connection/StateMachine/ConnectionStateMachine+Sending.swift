@@ -12,6 +12,17 @@ extension ConnectionStateMachine {
         return .accepted(wake: request(.write))
     }
 
+    /// The loop sends `message` of its own (the application heartbeat): queued after what
+    /// users sent, whatever the queue's limit (one per heartbeat interval). Returns whether
+    /// it was queued (`false` once the connection is no longer open); the loop then flushes
+    /// at once. No service is requested: that would mark the loop as already asked to
+    /// come, and a later user request (a close) would not wake it.
+    mutating func sendFromLoop(_ message: WebSocketMessage) -> Bool {
+        guard isOpen else { return false }
+        outbound.append(message)
+        return true
+    }
+
     /// Whether a `send` may write its message to the socket itself (``DirectWriter``):
     /// the connection is open and nothing accepted earlier waits to be written before it.
     /// Received messages waiting for the consumer say a pipeline is busy: the send is

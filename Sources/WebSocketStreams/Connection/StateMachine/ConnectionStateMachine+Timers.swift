@@ -8,7 +8,7 @@ extension ConnectionStateMachine {
         case .connecting(let connecting):
             deadline = min(connecting.deadline, connecting.abandonDeadline ?? connecting.deadline)
         case .open:
-            deadline = keepalive?.nextDeadline
+            deadline = Self.earliest(keepalive?.nextDeadline, heartbeat?.nextDeadline)
         case .closing(let closing):
             deadline = closing.deadline ?? keepalive?.nextDeadline
         case .closed:
@@ -16,6 +16,13 @@ extension ConnectionStateMachine {
         }
         if let held = deferredFailure?.deadline { deadline = min(held, deadline ?? held) }
         return deadline
+    }
+
+    /// The earlier of two optional deadlines.
+    private static func earliest(_ a: ContinuousClock.Instant?, _ b: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
     }
 
     /// Whether the pong of the ping in flight is overdue at `now`: the loop then looks for
@@ -42,6 +49,10 @@ extension ConnectionStateMachine {
         case sendKeepalivePing(payload: [UInt8])
         /// No pong within `pongTimeout`: drop the connection.
         case pongTimedOut
+        /// The application heartbeat is due: send its message.
+        case sendHeartbeat
+        /// No reply to the heartbeat within its timeout: drop the connection.
+        case heartbeatTimedOut
     }
 
     /// The loop's timer fired at `now`. `unreadInputWaiting` says bytes wait unread on the
@@ -62,6 +73,21 @@ extension ConnectionStateMachine {
         }
         if case .closing(let closing) = state, let deadline = closing.deadline {
             return now >= deadline ? .dropAfterClose(finished: closing.isHandshakeDone) : .rearm
+        }
+        if case .open = state, var heartbeat {
+            let action = heartbeat.tick(at: now)
+            self.heartbeat = heartbeat
+            switch action {
+            case .none:
+                break
+            case .send:
+                return .sendHeartbeat
+            case .timedOut:
+                failed(with: WebSocketError(
+                    code: .pongTimeout, reason: "no reply to the heartbeat within \(heartbeat.timeout) (heartbeat.timeout)"),
+                    closeCode: nil)
+                return .heartbeatTimedOut
+            }
         }
         guard var keepalive else { return .rearm }
         let action = keepalive.tick(at: now, unreadInputWaiting: unreadInputWaiting)

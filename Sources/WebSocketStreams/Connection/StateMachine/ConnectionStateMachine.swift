@@ -50,6 +50,13 @@ struct ConnectionStateMachine {
         /// Keep-alive: how often to ping an idle connection, and how long to wait for the pong.
         var pingInterval: Duration?
         var pongTimeout: Duration
+        /// Whether keep-alive waits for silence or pings on a schedule.
+        var pingMode: WebSocketPingMode = .idle
+        /// The grid keep-alive pings fall on, shared by every connection (``Keepalive/sharedGrid(for:)``);
+        /// `nil` for exact times.
+        var pingGrid: Duration?
+        /// The application heartbeat's interval and reply timeout, when there is one.
+        var heartbeat: (interval: Duration, timeout: Duration)?
         /// The largest message the peer may send (for the error a 1009 reports).
         var maxMessageSize: Int
     }
@@ -79,7 +86,7 @@ struct ConnectionStateMachine {
             }
         }
     }
-    let timing: Timing
+    var timing: Timing
     /// Received messages waiting for the consumer.
     var inbound: InboundQueue
     /// Messages accepted by `send` and not yet taken for writing, and senders waiting for room.
@@ -88,6 +95,8 @@ struct ConnectionStateMachine {
     var pings = PendingPings()
     /// Keep-alive pings and every ping's pong deadline (from the moment the connection opens).
     var keepalive: Keepalive?
+    /// The application heartbeat's schedule and reply deadline, when one is configured.
+    var heartbeat: Heartbeat?
     /// Who holds the connection's `messages` streams and handle.
     var consumer = ConsumerLifetime()
     /// `close()` and `waitUntilClosed()` calls waiting for the end.
@@ -106,6 +115,7 @@ struct ConnectionStateMachine {
         outbound = OutboundQueue(highWatermark: configuration.maxBufferedSendBytes)
         timing = Timing(
             pingInterval: configuration.pingInterval, pongTimeout: configuration.pongTimeout,
+            pingMode: configuration.pingMode, pingGrid: Keepalive.sharedGrid(for: configuration.pingInterval), heartbeat: configuration.heartbeat.map { ($0.interval, $0.timeout) },
             maxMessageSize: configuration.maxMessageSize)
         state = .connecting(Connecting(deadline: handshakeDeadline))
     }
