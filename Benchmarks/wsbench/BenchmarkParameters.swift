@@ -12,6 +12,8 @@ struct BenchmarkParameters: Sendable {
     /// The loops connections go to: `nil` for the SDK's default (the shared group, a loop
     /// per core); `--loops N` makes a group of its own.
     var group: WebSocketEventLoopGroup? = nil
+    /// `--executor loop`: the workload's tasks run on event-loop threads.
+    var runsOnLoop = false
     /// W7: how long the connections are held open.
     var hold: Duration = .seconds(45)
 

@@ -39,11 +39,20 @@ enum PushWorkload {
     }
 
     private static func receive(_ parameters: BenchmarkParameters) async -> Outcome {
+        // With `--executor loop`, each connection's consumer runs on that connection's own
+        // loop (with `--loops N`, spread over N threads), not all on one.
+        if parameters.runsOnLoop, let loop = parameters.nextLoop() {
+            return await withTaskExecutorPreference(loop) { await receive(parameters, on: loop) }
+        }
+        return await receive(parameters, on: parameters.nextLoop())
+    }
+
+    private static func receive(_ parameters: BenchmarkParameters, on loop: WebSocketEventLoop?) async -> Outcome {
         let clock = ContinuousClock()
         var outcome = Outcome()
         let connection: WebSocket
         do {
-            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: parameters.nextLoop())
+            connection = try await WebSocket.connect(to: parameters.url, configuration: parameters.configuration, eventLoop: loop)
         } catch {
             outcome.failure = "connect failed: \(error)"
             return outcome

@@ -85,7 +85,8 @@ struct WSBench: AsyncParsableCommand {
 
     func run() async throws {
         ProcessResources.raiseDescriptorLimit()
-        let parameters = makeParameters()
+        var parameters = makeParameters()
+        parameters.runsOnLoop = executor == .loop
         let limit = timeLimit ?? (workload == .autobahn ? nil : workload == .w7 ? (hold ?? 45) + 120 : 60)
         let timeLimit = limit.map { Duration.milliseconds(Int64($0 * 1000)) }
         var report: BenchmarkReport
