@@ -17,15 +17,24 @@ private final class PingCounter: Sendable {
     }
 }
 
-/// Sends `rounds` messages, `every` apart, each answered before the next: a connection
-/// that is never idle for `every`.
-private func chat(_ connection: WebSocket, rounds: Int, every: Duration) async throws {
+/// Sends `rounds` messages, `every` apart, each answered before the next; returns the
+/// longest time the connection went without receiving anything (a loaded machine may
+/// stretch the pauses).
+private func chat(
+    _ connection: WebSocket, rounds: Int, every: Duration, since opened: ContinuousClock.Instant
+) async throws -> Duration {
     var replies = connection.messages.makeAsyncIterator()
+    var lastReceived = opened
+    var longestSilence = Duration.zero
     for round in 0..<rounds {
         try await connection.send(.text("round \(round)"))
         #expect(await replies.next() == .text("round \(round)"))
+        let now = ContinuousClock.now
+        longestSilence = max(longestSilence, now - lastReceived)
+        lastReceived = now
         try await Task.sleep(for: every)
     }
+    return longestSilence
 }
 
 @Suite("Liveness modes against the test server: idle and periodic pings, an application heartbeat, TCP settings")
@@ -39,12 +48,17 @@ struct LivenessTests {
                 configuration.pingInterval = .milliseconds(150)
                 configuration.pingMode = mode
                 pings.observe(&configuration)
+                let connecting = ContinuousClock.now
                 let connection = try await WebSocket.connect(to: server.url(), configuration: configuration)
-                try await chat(connection, rounds: 12, every: .milliseconds(50))
+                let longestSilence = try await chat(connection, rounds: 12, every: .milliseconds(50), since: connecting)
                 #expect(connection.error == nil)
                 await connection.close()
                 if mode == .idle {
-                    #expect(pings.value == 0, "idle mode pinged a busy connection")
+                    // A ping is due only after 150 ms without anything received; a loaded
+                    // machine may stretch a pause that long, and then one is allowed.
+                    if longestSilence < .milliseconds(150) {
+                        #expect(pings.value == 0, "idle mode pinged a busy connection")
+                    }
                 } else {
                     #expect(pings.value >= 2, "periodic mode sent \(pings.value) pings in 600 ms at 150 ms")
                 }
@@ -64,7 +78,7 @@ struct LivenessTests {
                 let connection = try await WebSocket.connect(to: server.url(path: "/stall"), configuration: configuration)
                 for await _ in connection.messages {}
                 #expect(connection.error?.code == .pongTimeout)
-                #expect(ContinuousClock.now - start < .seconds(2))
+                #expect(ContinuousClock.now - start < .seconds(5))
             }
         }
     }
@@ -90,7 +104,7 @@ struct LivenessTests {
             let dead = try await WebSocket.connect(to: server.url(path: "/stall"), configuration: configuration)
             for await _ in dead.messages {}
             #expect(reason(of: dead.error, ifCode: .pongTimeout)?.contains("no reply to the heartbeat") == true)
-            #expect(ContinuousClock.now - start < .seconds(2))
+            #expect(ContinuousClock.now - start < .seconds(5))
         }
     }
 
@@ -114,7 +128,7 @@ struct LivenessTests {
             // Without the setting the kernel retries for minutes (zero-window probes the
             // stalled peer still answers); with it, the connection ends in about 0.5-1 s.
             #expect(connection.error?.code == .connectionFailed, "\(String(describing: connection.ending))")
-            #expect(elapsed < .seconds(4))
+            #expect(elapsed < .seconds(6))
         }
     }
 
