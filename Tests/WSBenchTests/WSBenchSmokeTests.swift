@@ -48,6 +48,20 @@ struct WSBenchSmokeTests {
         }
     }
 
+    @Test("W7 scale: open, hold with keep-alive pings, close; nothing lost")
+    func scale() async throws {
+        try await withServer { server in
+            let report = try await runBench([
+                "--workload", "W7", "--url", server.url(path: "/echo"), "--connections", "20", "--inflight", "4",
+                "--hold", "0.3", "--ping-interval", "0.1", "--loops", "2",
+            ])
+            try expectComplete(
+                report, workload: "W7", count: 20,
+                figures: ["open_ms_per_1000", "rss_per_conn_kb", "idle_cpu_pct", "close_ms_per_1000"])
+            #expect(report["lost"] as? Int == 0)
+        }
+    }
+
     @Test("W6 fan-in")
     func fanIn() async throws {
         try await withServer { server in
