@@ -107,7 +107,7 @@ struct WSBench: AsyncParsableCommand {
     private func makeParameters() -> BenchmarkParameters {
         let count = count ?? workload.defaultCount
         var configuration = WebSocketConfiguration()
-        configuration.compression = !noCompression
+        configuration.compression = WebSocketCompression(isEnabled: !noCompression)
         if let pingInterval {
             configuration.pingInterval = pingInterval > 0 ? .milliseconds(Int64(pingInterval * 1000)) : nil
         }

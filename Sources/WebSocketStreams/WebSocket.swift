@@ -78,6 +78,24 @@ public final class WebSocket: Sendable {
         try await connection.send(message)
     }
 
+    /// Sends a message as ``send(_:)`` does, choosing whether permessage-deflate may compress it.
+    ///
+    /// With `compress: false` the message goes out uncompressed whatever
+    /// ``WebSocketConfiguration/compression`` says: for a secret (a token, a session id)
+    /// sent beside text an attacker can influence, which compression would leak (CRIME,
+    /// BREACH), and for bytes already compressed (JPEG, gzip), where deflate only costs CPU.
+    /// `compress: true` compresses it when compression was negotiated and the message
+    /// reaches ``WebSocketCompression/threshold``.
+    ///
+    /// ```swift
+    /// try await connection.send(.text(#"{"auth":"\#(token)"}"#), compress: false)
+    /// try await connection.send(.binary(jpeg), compress: false)
+    /// ```
+    nonisolated(nonsending)
+    public func send(_ message: WebSocketMessage, compress: Bool) async throws {
+        try await connection.send(message, compress: compress)
+    }
+
     /// Sends a ping and returns the round-trip time to its pong.
     ///
     /// - Throws: ``WebSocketError/closed(code:reason:)`` when the connection ends first;
@@ -206,56 +224,5 @@ public final class WebSocket: Sendable {
     /// many addresses were tried), a proxy tunnel, TLS, the upgrade, and the redirects.
     public var connectTimings: WebSocketConnectTimings {
         connection.machine.withLock { $0.connectTimings }
-    }
-}
-
-/// One iteration of ``WebSocket/messages``: its end (the iterator released, or its task
-/// cancelled) ends the connection.
-///
-/// It keeps a small buffer of messages taken from the connection in one batch, so a fast
-/// stream takes the connection's lock once per batch rather than once per message.
-// @unchecked: `buffer` and `cancellationNoted` are only touched by `next()`, which
-// AsyncStream calls from the one task iterating, one call at a time; `started` is atomic.
-final class MessageIteration: @unchecked Sendable {
-    private let connection: ClientConnection
-    private let started = Atomic<Bool>(false)
-    private var buffer = Deque<WebSocketMessage>()
-    private var cancellationNoted = false
-    /// What ``WriteSide/consumerHoldsMessages`` was last set to.
-    private var publishedHolding = false
-
-    init(connection: ClientConnection) {
-        self.connection = connection
-        connection.streamCreated()
-    }
-
-    nonisolated(nonsending)
-    func next() async -> WebSocketMessage? {
-        if let message = buffer.popFirst() {
-            if buffer.isEmpty { publishHolding(false) }
-            return message
-        }
-        if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
-        if !cancellationNoted, Task.isCancelled {
-            // Cancelled between calls: end the connection; what is buffered is still delivered.
-            // (Checked once per batch: `AsyncStream` itself ends the iteration of a task
-            // cancelled between calls, and its release ends the connection.)
-            cancellationNoted = true
-            connection.consumerCancelled()
-        }
-        let message = await connection.next(batchInto: &buffer)
-        publishHolding(!buffer.isEmpty)
-        return message
-    }
-
-    /// Tells the connection's `send` whether received messages wait in this buffer.
-    private func publishHolding(_ holding: Bool) {
-        guard holding != publishedHolding else { return }
-        publishedHolding = holding
-        connection.writeSide.consumerHoldsMessages.store(holding, ordering: .relaxed)
-    }
-
-    deinit {
-        connection.streamReleased(wasIterated: started.load(ordering: .acquiring))
     }
 }

@@ -123,6 +123,13 @@ extension WebSocketError {
             closeCode: .messageTooBig, closeReason: "")
     }
 
+    /// A received message did not decode as `type`; `detail` says why.
+    public static func undecodableMessage(_ message: WebSocketMessage, as type: Any.Type, detail: String) -> WebSocketError {
+        WebSocketError(
+            code: .undecodableMessage, reason: "\(message) did not decode as \(type): \(detail)",
+            closeCode: .invalidFramePayloadData, closeReason: nil)
+    }
+
     /// The peer did not answer a keep-alive ping within ``WebSocketConfiguration/pongTimeout``.
     public static var pongTimeout: WebSocketError { WebSocketError(code: .pongTimeout) }
 
@@ -180,6 +187,7 @@ extension WebSocketError: CustomStringConvertible {
         case .pongTimeout: "the peer did not answer a keep-alive ping in time"
         case .invalidConfiguration: "invalid configuration: \(reason ?? "?")"
         case .sendQueueFull: "send queue full (\(reason ?? "")); the message was not queued"
+        case .undecodableMessage: "\(reason ?? "a message did not decode"); closed with 1007"
         default: reason.map { "\(code): \($0)" } ?? "\(code)"
         }
     }

@@ -7,6 +7,7 @@ extension WebSocketError {
         private enum Kind: String, Hashable, Sendable {
             case invalidURL, connectionFailed, timedOut, tlsFailure, handshakeRejected, proxyRejected
             case closed, protocolViolation, messageTooLarge, pongTimeout, invalidConfiguration, sendQueueFull
+            case undecodableMessage
         }
 
         private let kind: Kind
@@ -36,7 +37,9 @@ extension WebSocketError {
         /// The peer broke the protocol and this side failed the connection. Context:
         /// ``WebSocketError/closeCode`` (1002 or 1007), ``WebSocketError/reason``.
         public static let protocolViolation = Code(.protocolViolation)
-        /// A received message exceeded ``WebSocketConfiguration/maxMessageSize`` (closed with 1009).
+        /// A received message exceeded ``WebSocketConfiguration/maxMessageSize``, or came in more
+        /// frames than ``WebSocketConfiguration/maxFragmentsPerMessage`` (closed with 1009).
+        /// Context: ``WebSocketError/reason`` names the limit.
         public static let messageTooLarge = Code(.messageTooLarge)
         /// The peer stopped answering keep-alive pings.
         public static let pongTimeout = Code(.pongTimeout)
@@ -44,6 +47,10 @@ extension WebSocketError {
         public static let invalidConfiguration = Code(.invalidConfiguration)
         /// A ``ReconnectingWebSocket``'s send queue is full. Context: ``WebSocketError/reason``.
         public static let sendQueueFull = Code(.sendQueueFull)
+        /// A message did not decode as the type asked of ``WebSocketProtocol/messages(decoding:decoder:)``
+        /// (the socket was closed with 1007). Context: ``WebSocketError/reason`` (the decoder's
+        /// words and the start of the message).
+        public static let undecodableMessage = Code(.undecodableMessage)
 
         /// The code's name, e.g. `handshakeRejected`.
         public var description: String { kind.rawValue }

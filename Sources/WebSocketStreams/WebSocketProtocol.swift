@@ -20,6 +20,9 @@ public protocol WebSocketProtocol: AnyObject, Sendable {
     /// Sends a message; returns once it is queued (see each type for when it waits).
     func send(_ message: WebSocketMessage) async throws
 
+    /// Sends a message, uncompressed when `compress` is `false` (see ``WebSocket/send(_:compress:)``).
+    func send(_ message: WebSocketMessage, compress: Bool) async throws
+
     /// Pings the peer and returns the round trip to its pong.
     func ping() async throws -> Duration
 

@@ -138,8 +138,20 @@ struct WSDump: AsyncParsableCommand {
     @Option(name: .customLong("ping-interval"), help: ArgumentHelp("Seconds of silence before a keep-alive ping (default 20; 0 disables).", valueName: "seconds"))
     var pingInterval: Double?
 
-    @Flag(name: .customLong("no-compression"), help: "Do not offer permessage-deflate compression.")
+    @Flag(name: [.customLong("no-compress"), .customLong("no-compression")], help: "Do not offer permessage-deflate compression.")
     var noCompression = false
+
+    @Option(name: .customLong("client-max-window-bits"), help: ArgumentHelp("Offer client_max_window_bits=N (8-15): the window this client compresses with.", valueName: "bits"))
+    var clientMaxWindowBits: Int?
+
+    @Option(name: .customLong("server-max-window-bits"), help: ArgumentHelp("Offer server_max_window_bits=N (8-15): the window the server may compress with.", valueName: "bits"))
+    var serverMaxWindowBits: Int?
+
+    @Flag(name: .customLong("client-no-context-takeover"), help: "Offer client_no_context_takeover: compress every message with an empty window.")
+    var clientNoContextTakeover = false
+
+    @Flag(name: .customLong("server-no-context-takeover"), help: "Ask the server for server_no_context_takeover.")
+    var serverNoContextTakeover = false
 
     @Flag(name: .customLong("show-secrets"), help: "Show Authorization, Cookie and other secret values in -v output instead of <redacted>.")
     var showSecrets = false
@@ -181,7 +193,11 @@ struct WSDump: AsyncParsableCommand {
         configuration.subprotocols = subprotocols
         configuration.origin = origin
         configuration.proxy = noProxy ? nil : proxy.map { WebSocketProxy($0) } ?? WebSocketProxy.environment
-        configuration.compression = !noCompression
+        configuration.compression = WebSocketCompression(isEnabled: !noCompression)
+        configuration.compression.clientMaxWindowBits = clientMaxWindowBits
+        configuration.compression.serverMaxWindowBits = serverMaxWindowBits
+        configuration.compression.clientNoContextTakeover = clientNoContextTakeover
+        configuration.compression.serverNoContextTakeover = serverNoContextTakeover
         configuration.tls.allowUntrustedCertificates = nocert
         configuration.tls.trustedCAFile = caFile
         configuration.tls.clientCertificateFile = cert

@@ -50,9 +50,9 @@ struct RawRouteMachine {
         switch route {
         case .slow(let milliseconds):
             return Action(timer: .milliseconds(max(1, milliseconds)))
-        case .uncompressed:
+        case .uncompressed(let extensions):
             // permessage-deflate accepted, yet frames sent without RSV1 (allowed by RFC 7692).
-            guard let upgrade = HTTPResponses.upgrade(key: key, extensions: "permessage-deflate") else { return .end }
+            guard let upgrade = HTTPResponses.upgrade(key: key, extensions: extensions) else { return .end }
             let pong = Self.controlFrame(0x8A, payload: Array("abc".utf8))
             sentClose = true
             return Action(write: upgrade + Self.textFrame("uncompressed") + pong + Self.closeFrame(1000))

@@ -10,7 +10,7 @@
 /// | `/redirect?status=S&to=URL&hops=N&loop=1` | Answers the upgrade with redirect S (default 302) to `to` (absolute or relative; default `/echo`); with `hops`, through N redirects in all; with `loop`, to itself |
 /// | `/slow?ms=MS` | Answers the upgrade only after MS milliseconds, then closes with 1000 |
 /// | `/hang` | Never answers the upgrade |
-/// | `/uncompressed` | Accepts permessage-deflate, then sends an uncompressed text frame and a pong with payload, then closes with 1000 |
+/// | `/uncompressed?extensions=E` | Accepts permessage-deflate (answering `Sec-WebSocket-Extensions: E` when given, whatever was offered), then sends an uncompressed text frame and a pong with payload, then closes with 1000 |
 /// | `/stall?resume=MS` | Completes the handshake, then stops reading (so never answers pings); with `resume`, reads again after MS milliseconds and echoes what it reads |
 /// | `/headers` | Sends the request headers it saw as one JSON text message, then echoes |
 /// | `/bad-utf8?split=1` | Sends a text message that is not valid UTF-8 (with `split`, the bad sequence spans two fragments) |
@@ -32,7 +32,7 @@ enum ServerRoute: Sendable, Equatable {
     case reject(status: Int, body: String, retryAfter: String?, location: String?)
     case slow(milliseconds: Int)
     case hang
-    case uncompressed
+    case uncompressed(extensions: String)
     case stall(resumeAfterMilliseconds: Int?)
     case headers
     case badUTF8(split: Bool)
@@ -70,7 +70,7 @@ enum ServerRoute: Sendable, Equatable {
         case "/hang":
             self = .hang
         case "/uncompressed":
-            self = .uncompressed
+            self = .uncompressed(extensions: query["extensions"] ?? "permessage-deflate")
         case "/stall":
             self = .stall(resumeAfterMilliseconds: query["resume"].flatMap(Int.init).map { max(0, $0) })
         case "/headers":

@@ -53,7 +53,7 @@ struct ArgumentTests {
         #expect(options.count == 3)
         #expect(options.timeout == .milliseconds(1500))
         #expect(options.configuration.pingInterval == nil)
-        #expect(!options.configuration.compression)
+        #expect(!options.configuration.compression.isEnabled)
         let tls = try WSDump.sessionOptions(from: ["wss://h/", "--ca-file", "/etc/hostname", "--cert", "/etc/hostname", "--key", "/etc/hosts"])
         #expect(tls.configuration.tls.trustedCAFile == "/etc/hostname")
         #expect(tls.configuration.tls.clientCertificateFile == "/etc/hostname")
@@ -66,7 +66,7 @@ struct ArgumentTests {
         #expect(pinned.configuration.tls.serverName == "api.example.org")
         let defaults = try WSDump.sessionOptions(from: ["ws://h/"])
         #expect(defaults.configuration.pingInterval == .seconds(20))
-        #expect(defaults.configuration.compression)
+        #expect(defaults.configuration.compression.isEnabled)
     }
 
     @Test(arguments: [

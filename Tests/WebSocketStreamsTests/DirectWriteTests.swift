@@ -13,7 +13,7 @@ struct DirectWriteTests {
     /// A configuration for `server` (trusting its CA when it speaks TLS).
     static func configuration(for server: TestServer, compression: Bool = true) -> WebSocketConfiguration {
         var configuration = WebSocketConfiguration()
-        configuration.compression = compression
+        configuration.compression = WebSocketCompression(isEnabled: compression)
         configuration.tls.trustedCAFile = server.caCertificateFile
         return configuration
     }

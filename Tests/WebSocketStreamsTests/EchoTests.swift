@@ -31,7 +31,7 @@ struct EchoTests {
     func echoReusesBuffersWithoutLeaks(compression: Bool) async throws {
         try await withTestServer(compression: compression) { server in
             var configuration = WebSocketConfiguration()
-            configuration.compression = compression
+            configuration.compression = WebSocketCompression(isEnabled: compression)
             let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
             func payload(_ count: Int, seed: UInt8) -> Data {
                 Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) &+ seed })

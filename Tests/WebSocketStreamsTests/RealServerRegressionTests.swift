@@ -19,7 +19,7 @@ struct RealServerRegressionTests {
         try await withTestServer { server in
             let loop = WebSocketEventLoop(name: "oversized")
             var configuration = WebSocketConfiguration()
-            configuration.compression = compression
+            configuration.compression = WebSocketCompression(isEnabled: compression)
             let bystander = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration, eventLoop: loop)
             configuration.maxMessageSize = 1 << 20
             let closesSent = Mutex<[WebSocketCloseCode]>([])

@@ -14,10 +14,10 @@ package struct DeflateParameters: Sendable, Hashable {
     var clientMaxWindowBits = 15
     /// The largest LZ77 window the server compresses with, in bits.
     var serverMaxWindowBits = 15
-
-    /// The `Sec-WebSocket-Extensions` value the client sends: permessage-deflate, with
-    /// `client_max_window_bits` (no value) so the server may choose any window for the client.
-    static let clientOffer = "permessage-deflate; client_max_window_bits"
+    /// Whether the answer carried `client_max_window_bits` (else the offer or 15 applies).
+    var answeredClientWindowBits = false
+    /// Whether the answer carried `server_max_window_bits`.
+    var answeredServerWindowBits = false
 
     /// The name of the extension, as registered with IANA.
     static let extensionName = "permessage-deflate"
@@ -59,12 +59,19 @@ package struct DeflateParameters: Sendable, Hashable {
                 clientNoContextTakeover = true
             case "server_max_window_bits":
                 serverMaxWindowBits = try Self.windowBits(of: parameter)
+                answeredServerWindowBits = true
             case "client_max_window_bits":
                 clientMaxWindowBits = try Self.windowBits(of: parameter)
+                answeredClientWindowBits = true
             default:
                 throw .unknownParameter(parameter.name)
             }
         }
+    }
+
+    /// Reads the server's answer and checks it against `offer` (see ``DeflateOffer/settle(_:)``).
+    init(negotiating extensionsHeader: String, offer: DeflateOffer) throws(Failure) {
+        self = try offer.settle(DeflateParameters(negotiating: extensionsHeader))
     }
 
     /// The window size a `*_max_window_bits` parameter carries: 1*DIGIT, no leading zero, 8...15.
@@ -98,6 +105,8 @@ package struct DeflateParameters: Sendable, Hashable {
         case missingValue(parameter: String)
         /// A `*_max_window_bits` value that is not a decimal 8...15 without leading zeros.
         case invalidValue(parameter: String, value: String)
+        /// A window larger than the one offered.
+        case exceedsOffer(parameter: String, offered: Int, answered: Int)
 
         var description: String {
             switch self {
@@ -111,6 +120,8 @@ package struct DeflateParameters: Sendable, Hashable {
             case .missingValue(let name): "permessage-deflate: parameter '\(name)' needs a value"
             case .invalidValue(let name, let value):
                 "permessage-deflate: invalid value '\(value)' for '\(name)' (expected 8 to 15)"
+            case .exceedsOffer(let name, let offered, let answered):
+                "permessage-deflate: the server answered \(name)=\(answered), larger than the \(offered) offered"
             }
         }
     }

@@ -26,13 +26,17 @@ package final class MessageDeflater: @unchecked Sendable {
     /// Zeros to extend the output with before zlib overwrites them: appending a slice of
     /// an array is a plain copy even in unoptimized builds, unlike `repeatElement`.
     private static let zeros = [UInt8](repeating: 0, count: largestStep)
-    /// zlib's default memory level: 128 KiB of hash tables and buffers, besides the window.
-    private static let memoryLevel: Int32 = 8
-
-    /// zlib's deflate state, allocated with the object and released in `deinit`.
+    /// zlib's deflate state: the struct lives as long as the object; zlib's own buffers
+    /// exist while ``isStreamActive``.
     private let stream: UnsafeMutablePointer<z_stream>
+    /// Whether `deflateInit2` has run and `deflateEnd` is owed.
+    private var isStreamActive = false
     /// Whether the window is emptied after each message (`client_no_context_takeover`).
+    /// zlib's buffers are then freed between messages, as nothing of them carries over.
     private let resetsAfterEachMessage: Bool
+    private let windowBits: Int32
+    private let level: Int32
+    private let memoryLevel: Int32
 
     /// Whether zlib can compress under `parameters`: `false` for an 8-bit client window,
     /// which raw deflate in zlib refuses. The connection then sends messages uncompressed.
@@ -41,31 +45,44 @@ package final class MessageDeflater: @unchecked Sendable {
     }
 
     /// A raw deflate stream with `clientMaxWindowBits` and `clientNoContextTakeover` from
-    /// `parameters`, at zlib's default compression level.
+    /// `parameters`, at compression `level` (0...9) and `memoryLevel` (1...9).
     ///
     /// - Throws: ``Failure`` when ``canCompress(with:)`` is `false` or zlib cannot start.
-    package init(parameters: DeflateParameters) throws(Failure) {
+    package init(parameters: DeflateParameters, level: Int = 6, memoryLevel: Int = 8) throws(Failure) {
         guard Self.canCompress(with: parameters) else {
             throw Failure(description: "zlib cannot compress with a \(parameters.clientMaxWindowBits)-bit window")
         }
         resetsAfterEachMessage = parameters.clientNoContextTakeover
+        windowBits = Int32(parameters.clientMaxWindowBits)
+        self.level = Int32(level)
+        self.memoryLevel = Int32(memoryLevel)
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        let status = deflateInit2_(
-            stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -Int32(parameters.clientMaxWindowBits),
-            Self.memoryLevel, Z_DEFAULT_STRATEGY, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)
-        )
-        guard status == Z_OK else {
+        if !resetsAfterEachMessage, let failure = startStream() {
             stream.deinitialize(count: 1)
             stream.deallocate()
-            throw Failure(description: "zlib could not start a deflate stream (status \(status))")
+            throw failure
         }
     }
 
     deinit {
-        deflateEnd(stream)
+        if isStreamActive { deflateEnd(stream) }
         stream.deinitialize(count: 1)
         stream.deallocate()
+    }
+
+    /// Whether zlib's buffers are allocated now (tests of the memory kept between messages).
+    package var holdsCompressorMemory: Bool { isStreamActive }
+
+    /// Allocates zlib's state; returns why it could not.
+    private func startStream() -> Failure? {
+        let status = deflateInit2_(
+            stream, level, Z_DEFLATED, -windowBits, memoryLevel, Z_DEFAULT_STRATEGY,
+            ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)
+        )
+        guard status == Z_OK else { return Failure(description: "zlib could not start a deflate stream (status \(status))") }
+        isStreamActive = true
+        return nil
     }
 
     /// Compresses one whole message and appends the frame payload to `output` (whatever
@@ -77,6 +94,9 @@ package final class MessageDeflater: @unchecked Sendable {
             // input right after another flush. The window is unchanged either way.
             output.append(0x00)
             return
+        }
+        if !isStreamActive, let failure = startStream() {
+            preconditionFailure(failure.description)
         }
         let start = output.count
         var consumed = 0
@@ -96,7 +116,8 @@ package final class MessageDeflater: @unchecked Sendable {
         )
         output.removeLast(4)
         if resetsAfterEachMessage {
-            precondition(deflateReset(stream) == Z_OK, "zlib could not reset the deflate stream")
+            deflateEnd(stream)
+            isStreamActive = false
         }
     }
 

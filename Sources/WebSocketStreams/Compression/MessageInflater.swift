@@ -36,8 +36,9 @@ package final class MessageInflater: MessageDecompressor {
 
     /// zlib's inflate state, allocated with the object and released in `deinit`.
     private let stream: UnsafeMutablePointer<z_stream>
-    /// Whether zlib accepted the stream (`inflateEnd` is owed in `deinit`).
-    private let isStreamInitialized: Bool
+    /// Whether zlib's state is allocated (`inflateEnd` is owed). Without context takeover
+    /// it is freed after each message and allocated again by the next one.
+    private var isStreamInitialized = false
     /// Whether the server resets its window after each message (`server_no_context_takeover`).
     private let resetsAfterEachMessage: Bool
     /// Set once the inflater failed; every later call reports it.
@@ -52,12 +53,20 @@ package final class MessageInflater: MessageDecompressor {
         resetsAfterEachMessage = parameters.serverNoContextTakeover
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
+        if !resetsAfterEachMessage { startStream() }
+    }
+
+    /// Allocates zlib's state; on failure, every later call reports it.
+    private func startStream() {
         let status = inflateInit2_(stream, -Self.windowBits, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         isStreamInitialized = status == Z_OK
         if !isStreamInitialized {
             failure = "zlib could not start an inflate stream (status \(status))"
         }
     }
+
+    /// Whether zlib's buffers are allocated now (tests of the memory kept between messages).
+    package var holdsDecompressorMemory: Bool { isStreamInitialized }
 
     deinit {
         if isStreamInitialized { inflateEnd(stream) }
@@ -74,6 +83,10 @@ package final class MessageInflater: MessageDecompressor {
     package func inflate(_ input: UnsafeRawBufferPointer, into output: inout [UInt8], limit: Int) -> InflateOutcome {
         if let failure { return .corrupt(failure) }
         guard !input.isEmpty else { return .ok }
+        if !isStreamInitialized {
+            startStream()
+            if let failure { return .corrupt(failure) }
+        }
         hasInputSinceBoundary = true
         return remember(feed(input, into: &output, limit: limit))
     }
@@ -97,8 +110,9 @@ package final class MessageInflater: MessageDecompressor {
             }
         }
         hasInputSinceBoundary = false
-        if resetsAfterEachMessage, inflateReset(stream) != Z_OK {
-            return remember(.corrupt("zlib could not reset the inflate stream"))
+        if resetsAfterEachMessage, isStreamInitialized {
+            inflateEnd(stream)
+            isStreamInitialized = false
         }
         return .ok
     }

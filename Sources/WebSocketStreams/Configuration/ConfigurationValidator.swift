@@ -54,6 +54,10 @@ enum ConfigurationValidator {
         if let timeout = configuration.tcpUserTimeout, timeout < .milliseconds(1) {
             throw .invalidConfiguration("tcpUserTimeout must be at least 1 millisecond")
         }
+        try validate(configuration.compression)
+        guard configuration.maxFragmentsPerMessage > 0 else {
+            throw .invalidConfiguration("maxFragmentsPerMessage must be positive")
+        }
         guard configuration.maxRedirects >= 0 else {
             throw .invalidConfiguration("maxRedirects must not be negative")
         }
@@ -92,6 +96,25 @@ enum ConfigurationValidator {
             return true
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// The compression settings zlib and RFC 7692 accept.
+    private static func validate(_ compression: WebSocketCompression) throws(WebSocketError) {
+        for (name, bits) in [("clientMaxWindowBits", compression.clientMaxWindowBits),
+                             ("serverMaxWindowBits", compression.serverMaxWindowBits)] {
+            if let bits, !(8...15).contains(bits) {
+                throw .invalidConfiguration("compression.\(name) must be 8 to 15 (this one is \(bits))")
+            }
+        }
+        guard (0...9).contains(compression.level) else {
+            throw .invalidConfiguration("compression.level must be 0 to 9 (this one is \(compression.level))")
+        }
+        guard (1...9).contains(compression.memoryLevel) else {
+            throw .invalidConfiguration("compression.memoryLevel must be 1 to 9 (this one is \(compression.memoryLevel))")
+        }
+        guard compression.threshold >= 0 else {
+            throw .invalidConfiguration("compression.threshold must not be negative")
         }
     }
 }

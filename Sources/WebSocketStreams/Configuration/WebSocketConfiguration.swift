@@ -7,7 +7,7 @@ import Logging
 /// | ``headers`` | none | Extra request headers for the opening handshake |
 /// | ``subprotocols`` | none | Offered in `Sec-WebSocket-Protocol`, in order of preference |
 /// | ``origin`` | none | The `Origin` header |
-/// | ``compression`` | `true` | Offer permessage-deflate (RFC 7692) |
+/// | ``compression`` | `true` | Offer permessage-deflate (RFC 7692); window bits, context takeover, level and threshold in ``WebSocketCompression`` |
 /// | ``tls`` | verify | Verify the server against the system CAs and the host name |
 /// | ``connectTimeout`` | 10 s | Deadline for TCP, TLS and the HTTP upgrade together |
 /// | ``connectionAttemptDelay`` | 250 ms | How long one address may take before the next is tried too (Happy Eyeballs) |
@@ -20,6 +20,7 @@ import Logging
 /// | ``heartbeat`` | none | An application heartbeat message and how to recognise its reply |
 /// | ``tcpKeepalive`` / ``tcpUserTimeout`` | system | TCP keep-alive probes; how long unacknowledged data may wait (`TCP_USER_TIMEOUT`) |
 /// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
+/// | ``maxFragmentsPerMessage`` | 131,072 | Incoming messages in more frames close the connection with 1009 |
 /// | ``maxBufferedMessages`` / ``maxBufferedBytes`` | 1,024 / 4 MiB | Unread messages held before reading pauses |
 /// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
 /// | ``proxy`` | none | `.environment`, or an HTTP (CONNECT) or SOCKS5 proxy URL, e.g. `http://127.0.0.1:3128` |
@@ -48,9 +49,11 @@ public struct WebSocketConfiguration: Sendable {
     /// The `Origin` header, for servers that check it.
     public var origin: String?
 
-    /// Whether to offer permessage-deflate compression. The server decides; when it
-    /// declines, messages go uncompressed.
-    public var compression = true
+    /// Whether to offer permessage-deflate compression, and with which settings
+    /// (``WebSocketCompression``; `true` and `false` still work). The server decides; when it
+    /// declines, messages go uncompressed. Messages under ``WebSocketCompression/threshold``
+    /// bytes, and those sent with `compress: false`, are never compressed.
+    public var compression: WebSocketCompression = .enabled
 
     /// How the server's certificate is checked, and the client certificate to present.
     public var tls = TLS()
@@ -121,6 +124,13 @@ public struct WebSocketConfiguration: Sendable {
     /// The largest incoming message accepted, in bytes (after decompression). A larger
     /// one closes the connection with 1009 and ``WebSocketError/messageTooLarge(limit:)``.
     public var maxMessageSize = 16 * 1024 * 1024
+
+    /// The most frames one incoming message may arrive in. Every frame costs work however
+    /// small it is, so without a limit a peer could send one message a byte per frame for
+    /// as long as it likes. A message in more frames closes the connection with 1009 and
+    /// code ``WebSocketError/Code/messageTooLarge``, whose reason names this limit.
+    /// The default, 131,072, is node ws's.
+    public var maxFragmentsPerMessage = 131_072
 
     /// Unread messages buffered before the connection stops reading from the socket
     /// (the peer is then held back by TCP flow control). Reading resumes once the

@@ -6,7 +6,8 @@ import SynchronizationSupport
 /// for the loop) and pings.
 extension ClientConnection {
     nonisolated(nonsending)
-    func send(_ message: WebSocketMessage) async throws {
+    func send(_ message: WebSocketMessage, compress: Bool = true) async throws {
+        let message = OutgoingMessage(message: message, mayCompress: compress)
         let started = DirectWriter.monotonicNanoseconds()
         defer { writeSide.lastSendReturned.store(DirectWriter.monotonicNanoseconds(), ordering: .relaxed) }
         if writeSide.mayTryDirectWrite(startedAt: started), try writeDirectly(message) {
@@ -43,7 +44,7 @@ extension ClientConnection {
     /// Writes `message` to the socket on the caller's thread, without waking the loop, when
     /// that cannot reorder anything (see ``DirectWriter``); `false` when it must be queued.
     /// Never waits: a loop that is writing holds the lock, and then the message is queued.
-    private func writeDirectly(_ message: WebSocketMessage) throws(WebSocketError) -> Bool {
+    private func writeDirectly(_ message: OutgoingMessage) throws(WebSocketError) -> Bool {
         guard let outcome = writeSide.writeDirectly(message, machine: machine) else {
             writeSide.directWritesMissed.add(1, ordering: .relaxed)
             return false
@@ -52,10 +53,10 @@ extension ClientConnection {
         case .notTaken:
             return false
         case .sent:
-            wroteDirectly(message)
+            wroteDirectly(message.message)
             return true
         case .partial:
-            wroteDirectly(message)
+            wroteDirectly(message.message)
             if machine.withLock({ $0.requestWritePass() }) { wake() }
             return true
         case .failed(let reason):

@@ -12,14 +12,14 @@ struct OutboundQueue {
 
     struct ParkedSender {
         let id: UInt64
-        let message: WebSocketMessage
+        let message: OutgoingMessage
         let continuation: Sender
     }
 
     let highWatermark: Int
     private var lowWatermark: Int { highWatermark / 2 }
 
-    private var messages = Deque<WebSocketMessage>()
+    private var messages = Deque<OutgoingMessage>()
     private(set) var bytes = 0
     /// The queue's size when ``takeSizeChange()`` last looked (the metrics follow it).
     private var reportedBytes = 0
@@ -41,7 +41,7 @@ struct OutboundQueue {
     var isFull: Bool { !parked.isEmpty || bytes >= highWatermark }
 
     /// Accepts a message (the caller checked ``isFull``).
-    mutating func append(_ message: WebSocketMessage) {
+    mutating func append(_ message: OutgoingMessage) {
         messages.append(message)
         bytes += message.byteCount
     }
@@ -55,7 +55,7 @@ struct OutboundQueue {
     }
 
     /// Parks a sender whose message did not fit, unless it was cancelled or room appeared.
-    mutating func park(id: UInt64, message: WebSocketMessage, continuation: Sender) -> ParkResult {
+    mutating func park(id: UInt64, message: OutgoingMessage, continuation: Sender) -> ParkResult {
         if cancelledBeforeParking.remove(id) != nil { return .cancelled }
         if !isFull {
             append(message)
@@ -82,7 +82,7 @@ struct OutboundQueue {
 
     /// Takes messages for the loop thread to write, up to about `budget` bytes (always
     /// at least one), and lets in parked senders if the queue fell below the low watermark.
-    mutating func take(budget: Int, into batch: inout [WebSocketMessage], admitted: inout [Sender]) {
+    mutating func take(budget: Int, into batch: inout [OutgoingMessage], admitted: inout [Sender]) {
         var taken = 0
         while let message = messages.first, batch.isEmpty || taken + message.byteCount <= budget {
             messages.removeFirst()
@@ -99,7 +99,7 @@ struct OutboundQueue {
     /// Empties the queue (the connection ended): the accepted messages never written, and
     /// the parked senders to fail (their messages were never accepted, so not in `unsent`).
     mutating func drain() -> (unsent: [WebSocketMessage], parked: [Sender]) {
-        let unsent = messages.elementsAsArray
+        let unsent = messages.map(\.message)
         let senders = parked.map(\.continuation)
         messages = []
         parked = []

@@ -11,7 +11,8 @@ import FoundationEssentials
 ///   a continuation or control frame (RFC 7692 6.1), and everything ``FrameDecoder`` checks;
 /// - 1007: text that is not UTF-8, failing on the first bad byte even mid-frame;
 /// - 1009: a message over ``maxMessageSize``, failing at the header that announces it
-///   (uncompressed) or as inflation passes the limit (compressed, never allocating past it).
+///   (uncompressed) or as inflation passes the limit (compressed, never allocating past it),
+///   or in more than ``maxFragments`` frames, failing at the header of the one too many.
 ///
 /// A whole unfragmented, uncompressed message that arrives in one chunk is built straight
 /// from that chunk: one copy, one allocation (none for short text).
@@ -22,9 +23,12 @@ package struct MessageAssembler {
     private struct Partial {
         var kind: Kind
         var isCompressed: Bool
+        var fragments = 1
     }
 
     let maxMessageSize: Int
+    /// The most frames one message may arrive in.
+    let maxFragments: Int
     private var decoder = FrameDecoder()
     private let inflater: (any MessageDecompressor)?
     /// Where small binary payloads are copied (one allocation per message, not two).
@@ -49,8 +53,11 @@ package struct MessageAssembler {
     ///   - maxMessageSize: The largest message accepted, after decompression.
     ///   - inflater: The negotiated permessage-deflate decompressor, or `nil` when
     ///     compression is off (then RSV1 is a protocol error).
-    package init(maxMessageSize: Int, inflater: (any MessageDecompressor)? = nil) {
+    ///   - maxFragments: The most frames one message may come in (each costs work
+    ///     however small: a limit keeps a peer from sending a message a byte per frame forever).
+    package init(maxMessageSize: Int, maxFragments: Int = .max, inflater: (any MessageDecompressor)? = nil) {
         self.maxMessageSize = maxMessageSize
+        self.maxFragments = maxFragments
         self.inflater = inflater
     }
 
@@ -107,8 +114,11 @@ package struct MessageAssembler {
             if header.isCompressed { throw .protocolError("a control frame has RSV1 set") }
             control.removeAll(keepingCapacity: true)
         case .continuation:
-            guard let partial else { throw .protocolError("a continuation frame arrived with no message to continue") }
+            guard var partial else { throw .protocolError("a continuation frame arrived with no message to continue") }
             if header.isCompressed { throw .protocolError("a continuation frame has RSV1 set") }
+            partial.fragments += 1
+            if partial.fragments > maxFragments { throw .tooManyFragments(limit: maxFragments) }
+            self.partial = partial
             if !partial.isCompressed { try checkLength(adding: header.payloadLength) }
         case .text, .binary:
             if partial != nil { throw .protocolError("a new message began before the previous one finished") }

@@ -3,6 +3,8 @@
 package struct ProtocolFailure: Error, Sendable, Hashable, CustomStringConvertible {
     package var code: WebSocketCloseCode
     package var reason: String
+    /// Whether the limit broken is the number of fragments, not the size (both close with 1009).
+    package var exceedsFragmentLimit = false
 
     package var description: String { "\(code.rawValue): \(reason)" }
 
@@ -12,6 +14,12 @@ package struct ProtocolFailure: Error, Sendable, Hashable, CustomStringConvertib
 
     static func invalidPayload(_ reason: String) -> ProtocolFailure {
         ProtocolFailure(code: .invalidFramePayloadData, reason: reason)
+    }
+
+    static func tooManyFragments(limit: Int) -> ProtocolFailure {
+        ProtocolFailure(
+            code: .messageTooBig, reason: "message in more than \(limit) fragments (maxFragmentsPerMessage)",
+            exceedsFragmentLimit: true)
     }
 
     static func tooBig(limit: Int) -> ProtocolFailure {

@@ -80,7 +80,8 @@ extension ReconnectingStorage {
             // Accepted by the connection but never acknowledged by the peer: first in line for the next one.
             for message in unsent.reversed() {
                 shared.outbox.nextSendID += 1
-                shared.outbox.queue.prepend(QueuedMessage(id: shared.outbox.nextSendID, message: message, sender: nil))
+                shared.outbox.queue.prepend(
+                    QueuedMessage(id: shared.outbox.nextSendID, message: message, mayCompress: false, sender: nil))
                 shared.outbox.queuedBytes += message.byteCount
             }
             return shared.machine.connectionEnded(ended, at: now, random: .random(in: 0...1))
@@ -104,7 +105,7 @@ extension ReconnectingStorage {
         shared.withLock { $0.outbox.pumpStopped = false }
         while let item = await nextQueued() {
             do {
-                try await connection.send(item.message)
+                try await connection.send(item.message, compress: item.mayCompress)
                 item.sender?.resume()
             } catch {
                 shared.withLock { shared in

@@ -118,6 +118,13 @@ public final class ReconnectingWebSocket: Sendable {
         try await storage.send(message)
     }
 
+    /// Sends a message as ``send(_:)`` does; with `compress: false` it goes out uncompressed
+    /// whatever ``WebSocketConfiguration/compression`` says (see ``WebSocket/send(_:compress:)``).
+    /// A message resent after a drop is sent uncompressed, whichever way it was sent first.
+    public func send(_ message: WebSocketMessage, compress: Bool) async throws {
+        try await storage.send(message, compress: compress)
+    }
+
     /// Queues a message and returns at once, without waiting for a connection: messages
     /// queued this way go out in the order of the calls, together with those of ``send(_:)``.
     /// One task can queue a whole backlog while the socket is disconnected.

@@ -90,7 +90,7 @@ extension ClientTransport {
     private func upgradeAnswered(
         _ connection: ClientConnection, head: HTTPResponseHead, rest: UnsafeRawBufferPointer, loop: LoopConnections
     ) {
-        let offeredExtensions = configuration.compression ? ["permessage-deflate"] : []
+        let offeredExtensions = configuration.compression.isEnabled ? ["permessage-deflate"] : []
         switch HandshakeValidator.validate(
             head, key: opening.key, sha1: Crypto.sha1, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
         ) {

@@ -187,11 +187,14 @@ extension ClientTransport {
         var inflater: MessageInflater?
         var frames = FrameWriter()
         if let extensions = negotiated.extensions {
+            let compression = configuration.compression
             do {
-                let parameters = try DeflateParameters(negotiating: extensions)
+                let parameters = try DeflateParameters(negotiating: extensions, offer: DeflateOffer(compression))
                 inflater = MessageInflater(parameters: parameters)
                 if MessageDeflater.canCompress(with: parameters) {
-                    frames = FrameWriter(deflater: try? MessageDeflater(parameters: parameters))
+                    let deflater = try? MessageDeflater(
+                        parameters: parameters, level: compression.level, memoryLevel: compression.memoryLevel)
+                    frames = FrameWriter(deflater: deflater, threshold: compression.threshold)
                 }
             } catch {
                 failHandshake(connection, .connectionFailed("the server's permessage-deflate answer is invalid: \(error)"))
@@ -209,7 +212,8 @@ extension ClientTransport {
             // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
             if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
         }
-        reader.assembler = MessageAssembler(maxMessageSize: configuration.maxMessageSize, inflater: inflater)
+        reader.assembler = MessageAssembler(
+            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater)
         let (waiter, abandoned, error) = connection.machine.withLock {
             $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
                            responseHeaders: negotiated.headers, timings: timings, now: .now)

@@ -217,7 +217,7 @@ extension ClientTransport {
     /// Fails the connection from this side, as the machine decided: the close frame with
     /// the failure's code goes out ahead of anything not yet started, and nothing more is read.
     func carryOut(_ failing: ConnectionStateMachine.Failing, _ connection: ClientConnection) {
-        if failing.failure.code == .messageTooBig {
+        if failing.failure.code == .messageTooBig, !failing.failure.exceedsFragmentLimit {
             connection.logger.debug("an incoming message exceeds maxMessageSize (\(configuration.maxMessageSize) bytes); closing with 1009")
         } else {
             connection.logger.debug("failing the connection: \(failing.failure.reason); closing with \(failing.failure.code.rawValue)")

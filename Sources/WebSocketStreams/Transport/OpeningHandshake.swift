@@ -51,7 +51,7 @@ struct OpeningHandshake {
         let request = HandshakeRequest(
             url: url, headers: headers.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) },
             subprotocols: configuration.subprotocols, origin: configuration.origin,
-            extensionOffer: configuration.compression ? DeflateParameters.clientOffer : nil,
+            extensionOffer: configuration.compression.isEnabled ? DeflateOffer(configuration.compression).headerValue : nil,
             keyBytes: Crypto.randomBytes(count: 16))
         key = request.key
         requestBytes = request.bytes

@@ -49,9 +49,9 @@ struct DirectWriter {
     /// The connection's TLS session while tasks may write directly over TLS.
     var tls: TLSSession?
     /// With permessage-deflate negotiated, only messages that would not be compressed
-    /// anyway (shorter than ``FrameWriter/minimumCompressedSize``) are written directly,
-    /// so compression and its shared window stay the loop's.
-    var largestPayloadNow = DirectWriter.largestPayload
+    /// anyway (shorter than ``FrameWriter/compressionThreshold``, or sent with
+    /// `compress: false`) are written directly, so compression and its shared window stay the loop's.
+    var largestCompressiblePayloadNow = DirectWriter.largestPayload
     /// Frames tasks wrote themselves (all or part of), for tests and diagnostics.
     private(set) var framesWritten = 0
     /// Direct writes the socket took only part of (the loop wrote the rest).
@@ -75,8 +75,9 @@ struct DirectWriter {
     }
 
     /// Whether `message` may be written directly now (the state machine is asked too).
-    func mayWrite(_ message: WebSocketMessage) -> Bool {
-        descriptor >= 0 && message.byteCount <= largestPayloadNow
+    func mayWrite(_ message: OutgoingMessage) -> Bool {
+        descriptor >= 0
+            && message.byteCount <= (message.mayCompress ? largestCompressiblePayloadNow : DirectWriter.largestPayload)
     }
 
     /// Encodes `message` as one masked frame and writes it to the socket without blocking;

@@ -15,9 +15,9 @@ import FoundationEssentials
 package struct FrameWriter {
     /// The largest frame payload written; larger messages become fragments.
     static let maxFramePayload = 1 << 20
-    /// Messages shorter than this go out uncompressed: deflate cannot win on them, and
-    /// RFC 7692 lets every message choose.
-    static let minimumCompressedSize = 64
+    /// Messages shorter than this go out uncompressed unless the configuration says
+    /// otherwise (``WebSocketCompression/threshold``); RFC 7692 lets every message choose.
+    static let defaultCompressionThreshold = WebSocketCompression().threshold
 
     /// The message being written.
     private struct Outgoing {
@@ -34,7 +34,7 @@ package struct FrameWriter {
         var payloadCount: Int { compressed?.count ?? message.byteCount }
     }
 
-    private var messages = Deque<WebSocketMessage>()
+    private var messages = Deque<OutgoingMessage>()
     private var controlFrames = Deque<(opcode: FrameOpcode, payload: [UInt8])>()
     private var outgoing: Outgoing?
     private var close: CloseFrame?
@@ -42,6 +42,8 @@ package struct FrameWriter {
     private(set) var closeWritten = false
     private var keys = MaskingKeySource()
     private let deflater: MessageDeflater?
+    /// Messages shorter than this are not compressed.
+    let compressionThreshold: Int
     /// Payload bytes of data messages encoded so far (before compression).
     private(set) var messageBytesWritten = 0
     /// Data messages encoded since the metrics last took them (``takeWrittenTally()``).
@@ -52,13 +54,14 @@ package struct FrameWriter {
     /// Where the close frame ended in the latest fill's output, when that fill wrote it.
     private(set) var closeEndInFill: Int?
 
-    package init(deflater: MessageDeflater? = nil) {
+    package init(deflater: MessageDeflater? = nil, threshold: Int = FrameWriter.defaultCompressionThreshold) {
         self.deflater = deflater
+        compressionThreshold = threshold
     }
 
     /// Messages queued or partly written: nothing more of them can be sent after the socket is gone.
     var unwrittenMessages: [WebSocketMessage] {
-        abandoned + (outgoing.map { [$0.message] } ?? []) + messages.elementsAsArray
+        abandoned + (outgoing.map { [$0.message] } ?? []) + messages.map(\.message)
     }
 
     /// Messages dropped from the queue by ``enqueueCloseNow(_:)``: never sent.
@@ -80,11 +83,20 @@ package struct FrameWriter {
     /// Whether messages may be compressed (permessage-deflate is on).
     var compresses: Bool { deflater != nil }
 
+    /// Whether the compressor holds zlib's buffers now (freed between messages without
+    /// context takeover).
+    var holdsCompressorMemory: Bool { deflater?.holdsCompressorMemory ?? false }
+
     /// Whether a close frame is queued or written.
     var isClosing: Bool { close != nil || closeWritten }
 
+    /// Queues a message behind those already queued; `compress: false` keeps it uncompressed.
+    package mutating func enqueue(_ message: WebSocketMessage, compress: Bool = true) {
+        enqueue(OutgoingMessage(message: message, mayCompress: compress))
+    }
+
     /// Queues a message behind those already queued.
-    package mutating func enqueue(_ message: WebSocketMessage) {
+    mutating func enqueue(_ message: OutgoingMessage) {
         guard !isClosing else { return }
         messages.append(message)
     }
@@ -117,7 +129,7 @@ package struct FrameWriter {
             outgoing = nil
             abandoned.append(current.message)
         }
-        abandoned.append(contentsOf: messages)
+        abandoned.append(contentsOf: messages.map(\.message))
         messages.removeAll()
     }
 
@@ -224,10 +236,12 @@ package struct FrameWriter {
         if case .text = message { tally.textMessages += 1 } else { tally.binaryMessages += 1 }
     }
 
-    /// Starts a message: compresses it whole when compression is on and it is worth it.
-    private mutating func start(_ message: WebSocketMessage) -> Outgoing {
+    /// Starts a message: compresses it whole when compression is on, the sender did not opt
+    /// out and the message reaches the threshold.
+    private mutating func start(_ next: OutgoingMessage) -> Outgoing {
+        let message = next.message
         var outgoing = Outgoing(message: message)
-        if let deflater, message.byteCount >= Self.minimumCompressedSize {
+        if let deflater, next.mayCompress, message.byteCount >= compressionThreshold {
             var compressed: [UInt8] = []
             compressed.reserveCapacity(message.byteCount / 2 + 64)
             message.withPayloadBytes { deflater.compress($0, into: &compressed) }

@@ -6,11 +6,11 @@ extension WriteSide {
     /// queued then, never waited for); ``DirectWriter/Outcome/notTaken`` when the message
     /// must be queued for another reason. Lock order: this lock, then the machine's.
     func writeDirectly(
-        _ message: WebSocketMessage, machine: borrowing AnnotatedMutex<ConnectionStateMachine>
+        _ message: OutgoingMessage, machine: borrowing AnnotatedMutex<ConnectionStateMachine>
     ) -> DirectWriter.Outcome? {
         state.withLockIfAvailable { state in
             guard state.direct.mayWrite(message), machine.withLock({ $0.mayWriteDirectly }) else { return .notTaken }
-            return state.writeDirectly(message)
+            return state.writeDirectly(message.message)
         }
     }
 }

@@ -170,7 +170,8 @@ extension WriteSide.State {
         }
         direct.descriptor = context.socket.descriptor
         direct.tls = context.tls
-        direct.largestPayloadNow = frames.compresses ? FrameWriter.minimumCompressedSize - 1 : DirectWriter.largestPayload
+        direct.largestCompressiblePayloadNow = frames.compresses
+            ? min(frames.compressionThreshold - 1, DirectWriter.largestPayload) : DirectWriter.largestPayload
         return true
     }
 

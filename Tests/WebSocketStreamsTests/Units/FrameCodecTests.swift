@@ -483,6 +483,35 @@ struct AssemblerFailureTests {
         #expect(feed(fits, maxMessageSize: 100) == [.ping([]), .message(.binary(Data(sixty + [UInt8](repeating: 0x63, count: 40))))])
     }
 
+    @Test("a message in more fragments than allowed: 1009 at the header of the one too many")
+    func fragmentLimit() {
+        let limit = 4
+        func message(fragments: Int) -> [UInt8] {
+            var bytes = frame(Op.binary, fin: fragments == 1, [0x61])
+            for index in 1..<max(fragments, 1) {
+                bytes += frame(Op.continuation, fin: index == fragments - 1, [0x61])
+            }
+            return bytes
+        }
+        func read(_ bytes: [UInt8]) -> [InboundEvent] {
+            var assembler = MessageAssembler(maxMessageSize: 100, maxFragments: limit)
+            var events: [InboundEvent] = []
+            bytes.withUnsafeBytes { _ = assembler.read($0, into: &events) }
+            return events
+        }
+        #expect(read(message(fragments: limit)) == [.message(.binary(Data(repeating: 0x61, count: limit)))])
+        // Control frames between fragments do not count.
+        let withPing = frame(Op.binary, fin: false, [0x61]) + frame(Op.ping, []) + frame(Op.continuation, fin: false, [0x61])
+            + frame(Op.continuation, fin: false, [0x61]) + frame(Op.continuation, [0x61])
+        #expect(read(withPing) == [.ping([]), .message(.binary(Data(repeating: 0x61, count: 4)))])
+        var tooMany = ProtocolFailure(code: .messageTooBig, reason: "message in more than 4 fragments (maxFragmentsPerMessage)")
+        tooMany.exceedsFragmentLimit = true
+        // The fifth header fails, before its payload; the next message would have been fine.
+        #expect(read(message(fragments: limit + 1) + message(fragments: 1)) == [.failure(tooMany)])
+        // Each message counts afresh.
+        #expect(read(message(fragments: limit) + message(fragments: limit)).count == 2)
+    }
+
     @Test("after a failure or a close, further input is ignored")
     func finished() {
         var assembler = MessageAssembler(maxMessageSize: 100)

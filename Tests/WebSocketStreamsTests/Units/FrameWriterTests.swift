@@ -321,7 +321,7 @@ struct FrameWriterTests {
         let noise = WebSocketMessage.binary(Data(generator.bytes(maxFramePayload + 100_000)))
         let text = WebSocketMessage.text(String(repeating: "Grüße, compressed world. ", count: 80))
         let messages: [WebSocketMessage] = [
-            text, .binary(Data(count: FrameWriter.minimumCompressedSize - 1)), .text(String(repeating: "z", count: 64)),
+            text, .binary(Data(count: FrameWriter.defaultCompressionThreshold - 1)), .text(String(repeating: "z", count: FrameWriter.defaultCompressionThreshold)),
             noise, .text("short"), .text(""), text,
         ]
         for message in messages { writer.enqueue(message) }
@@ -332,13 +332,63 @@ struct FrameWriterTests {
         ])
         #expect(frames[0].payload.count < text.byteCount / 10)
         // Uncompressed messages carry their bytes as they are.
-        #expect(frames[1].payload == [UInt8](repeating: 0, count: 63))
+        #expect(frames[1].payload == [UInt8](repeating: 0, count: FrameWriter.defaultCompressionThreshold - 1))
         #expect(frames[5].payload == Array("short".utf8))
         // The last text refers back to the first through the shared window.
         #expect(frames[7].payload.count < frames[0].payload.count)
         let inflater = MessageInflater(parameters: DeflateParameters())
         #expect(events(of: frames, inflater: inflater) == messages.map { .message($0) } + [.close(CloseFrame(code: .normalClosure))])
         #expect(writer.messageBytesWritten == messages.reduce(0) { $0 + $1.byteCount })
+    }
+
+    @Test("compress: false and the threshold keep messages uncompressed; the window still carries over")
+    func optingOut() throws {
+        let deflater = try MessageDeflater(parameters: DeflateParameters())
+        var writer = FrameWriter(deflater: deflater, threshold: 1000)
+        let secret = WebSocketMessage.text(#"{"token":"\#(String(repeating: "s3cr3t", count: 300))"}"#)
+        let long = WebSocketMessage.text(String(repeating: "a compressible sentence. ", count: 60))
+        writer.enqueue(long, compress: false)
+        writer.enqueue(long)
+        writer.enqueue(secret, compress: false)
+        writer.enqueue(.text(String(repeating: "q", count: 999)))
+        writer.enqueue(.text(String(repeating: "q", count: 1000)))
+        let frames = parseClientFrames(drain(&writer, bufferSize: 1 << 16))
+        #expect(frames.map(\.isCompressed) == [false, true, false, false, true])
+        #expect(frames[0].payload == Array(String(repeating: "a compressible sentence. ", count: 60).utf8))
+        #expect(frames[2].payload.count == secret.byteCount)
+        let inflater = MessageInflater(parameters: DeflateParameters())
+        #expect(events(of: frames, inflater: inflater).count == 5)
+    }
+
+    @Test("without context takeover, zlib's memory is freed between messages")
+    func noContextTakeoverFreesMemory() throws {
+        var parameters = DeflateParameters()
+        parameters.clientNoContextTakeover = true
+        parameters.serverNoContextTakeover = true
+        let deflater = try MessageDeflater(parameters: parameters)
+        #expect(!deflater.holdsCompressorMemory)
+        var output: [UInt8] = []
+        let text = Array(String(repeating: "free me after the message. ", count: 40).utf8)
+        text.withUnsafeBytes { deflater.compress($0, into: &output) }
+        #expect(!deflater.holdsCompressorMemory)
+        let inflater = MessageInflater(parameters: parameters)
+        #expect(!inflater.holdsDecompressorMemory)
+        var inflated: [UInt8] = []
+        #expect(output.withUnsafeBytes { inflater.inflate($0, into: &inflated, limit: 1 << 20) } == .ok)
+        #expect(inflater.holdsDecompressorMemory)
+        #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
+        #expect(!inflater.holdsDecompressorMemory)
+        #expect(inflated == text)
+        // The next message starts a fresh stream, and still round-trips.
+        output.removeAll()
+        inflated.removeAll()
+        text.withUnsafeBytes { deflater.compress($0, into: &output) }
+        _ = output.withUnsafeBytes { inflater.inflate($0, into: &inflated, limit: 1 << 20) }
+        #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
+        #expect(inflated == text)
+
+        let keeping = try MessageDeflater(parameters: DeflateParameters())
+        #expect(keeping.holdsCompressorMemory)
     }
 
     @Test("a pong flood past the limit drops the oldest pongs; pings stay")

@@ -363,9 +363,67 @@ struct PerMessageDeflateStreamTests {
 
 @Suite("permessage-deflate: negotiating the server's response (RFC 7692 section 7.1)")
 struct DeflateParametersTests {
-    @Test("the client's offer leaves the client window to the server")
+    @Test("the client's default offer leaves the client window to the server")
     func offer() {
-        #expect(DeflateParameters.clientOffer == "permessage-deflate; client_max_window_bits")
+        #expect(DeflateOffer().headerValue == "permessage-deflate; client_max_window_bits")
+        #expect(DeflateOffer(WebSocketCompression()).headerValue == "permessage-deflate; client_max_window_bits")
+    }
+
+    @Test("an offer carries every parameter the configuration sets")
+    func fullOffer() {
+        var compression = WebSocketCompression()
+        compression.clientMaxWindowBits = 9
+        compression.serverMaxWindowBits = 10
+        compression.clientNoContextTakeover = true
+        compression.serverNoContextTakeover = true
+        #expect(DeflateOffer(compression).headerValue
+            == "permessage-deflate; client_max_window_bits=9; server_max_window_bits=10; client_no_context_takeover; server_no_context_takeover")
+        #expect(compression.description == DeflateOffer(compression).headerValue)
+        #expect(WebSocketCompression.disabled.description == "off")
+        let off: WebSocketCompression = false
+        #expect(!off.isEnabled)
+    }
+
+    /// The offer and answer rules of RFC 7692 section 7.1 for the client.
+    static let settled: [(offer: DeflateOffer, answer: String, result: Result<[Int], DeflateParameters.Failure>)] = {
+        func offer(client: Int? = nil, server: Int? = nil, clientReset: Bool = false, serverReset: Bool = false) -> DeflateOffer {
+            var offer = DeflateOffer()
+            offer.clientMaxWindowBits = client
+            offer.serverMaxWindowBits = server
+            offer.clientNoContextTakeover = clientReset
+            offer.serverNoContextTakeover = serverReset
+            return offer
+        }
+        // result: [client bits, server bits, client reset, server reset] (resets as 0/1)
+        return [
+            (offer(), "permessage-deflate", .success([15, 15, 0, 0])),
+            (offer(client: 9), "permessage-deflate", .success([9, 15, 0, 0])),
+            (offer(client: 9), "permessage-deflate; client_max_window_bits=9", .success([9, 15, 0, 0])),
+            (offer(client: 10), "permessage-deflate; client_max_window_bits=9", .success([9, 15, 0, 0])),
+            (offer(client: 9), "permessage-deflate; client_max_window_bits=12",
+             .failure(.exceedsOffer(parameter: "client_max_window_bits", offered: 9, answered: 12))),
+            (offer(server: 10), "permessage-deflate; server_max_window_bits=10", .success([15, 10, 0, 0])),
+            (offer(server: 10), "permessage-deflate; server_max_window_bits=9", .success([15, 9, 0, 0])),
+            (offer(server: 10), "permessage-deflate", .success([15, 15, 0, 0])),
+            (offer(server: 10), "permessage-deflate; server_max_window_bits=11",
+             .failure(.exceedsOffer(parameter: "server_max_window_bits", offered: 10, answered: 11))),
+            (offer(), "permessage-deflate; server_max_window_bits=12", .success([15, 12, 0, 0])),
+            (offer(serverReset: true), "permessage-deflate", .success([15, 15, 0, 0])),
+            (offer(serverReset: true), "permessage-deflate; server_no_context_takeover", .success([15, 15, 0, 1])),
+            (offer(clientReset: true), "permessage-deflate", .success([15, 15, 1, 0])),
+            (offer(), "permessage-deflate; client_no_context_takeover", .success([15, 15, 1, 0])),
+            (offer(), "permessage-deflate; server_no_context_takeover", .success([15, 15, 0, 1])),
+        ]
+    }()
+
+    @Test("the server's answer is held to the offer", arguments: settled)
+    func answerAgainstOffer(offer: DeflateOffer, answer: String, result: Result<[Int], DeflateParameters.Failure>) {
+        let outcome = Result { () throws(DeflateParameters.Failure) -> [Int] in
+            let settled = try DeflateParameters(negotiating: answer, offer: offer)
+            return [settled.clientMaxWindowBits, settled.serverMaxWindowBits,
+                    settled.clientNoContextTakeover ? 1 : 0, settled.serverNoContextTakeover ? 1 : 0]
+        }
+        #expect(outcome == result)
     }
 
     static let accepted: [(String, DeflateParameters)] = {
@@ -393,7 +451,11 @@ struct DeflateParametersTests {
 
     @Test("accepted responses", arguments: accepted)
     func acceptedResponse(header: String, expected: DeflateParameters) throws {
-        #expect(try DeflateParameters(negotiating: header) == expected)
+        let parsed = try DeflateParameters(negotiating: header)
+        #expect(parsed.clientNoContextTakeover == expected.clientNoContextTakeover)
+        #expect(parsed.serverNoContextTakeover == expected.serverNoContextTakeover)
+        #expect(parsed.clientMaxWindowBits == expected.clientMaxWindowBits)
+        #expect(parsed.serverMaxWindowBits == expected.serverMaxWindowBits)
     }
 
     static let rejected: [(String, DeflateParameters.Failure)] = [

@@ -80,7 +80,7 @@ struct OutboundQueueTests {
         #expect(!queue.isFull)
         queue.append(.binary(Data(count: 1500)))  // one big message is accepted into an empty queue
         #expect(queue.isFull)
-        var batch: [WebSocketMessage] = []
+        var batch: [OutgoingMessage] = []
         var admitted: [OutboundQueue.Sender] = []
         queue.take(budget: 10, into: &batch, admitted: &admitted)
         #expect(batch.count == 1)
@@ -129,12 +129,12 @@ struct OutboundQueueTests {
                 }
             }
             #expect(queue.parkedCount == 2)
-            var batch: [WebSocketMessage] = []
+            var batch: [OutgoingMessage] = []
             var admitted: [OutboundQueue.Sender] = []
             queue.take(budget: 1000, into: &batch, admitted: &admitted)
             #expect(batch.count == 1)
             #expect(admitted.count == 2)
-            var next: [WebSocketMessage] = []
+            var next: [OutgoingMessage] = []
             queue.take(budget: 1000, into: &next, admitted: &admitted)
             #expect(next == [.text("m1"), .text("m2")])
             admittedOrder = parked.map(\.0)

@@ -117,9 +117,13 @@ extension ConnectionStateMachine {
     /// of anything not started, nothing more is read, and the socket is dropped shortly
     /// after the frame is out if the peer has not ended TCP by then.
     mutating func fail(_ failure: ProtocolFailure, now: ContinuousClock.Instant) -> Failing {
-        let error: WebSocketError = failure.code == .messageTooBig
-            ? .messageTooLarge(limit: timing.maxMessageSize)
-            : .protocolViolation(closeCode: failure.code, reason: failure.reason)
+        let error: WebSocketError = if failure.exceedsFragmentLimit {
+            WebSocketError(code: .messageTooLarge, reason: failure.reason, closeCode: .messageTooBig, closeReason: "")
+        } else if failure.code == .messageTooBig {
+            .messageTooLarge(limit: timing.maxMessageSize)
+        } else {
+            .protocolViolation(closeCode: failure.code, reason: failure.reason)
+        }
         let frame = failed(with: error, closeCode: failure.code, reason: failure.reason)
         if case .closing(var closing) = state {
             closing.deadline = now + timing.lingerAfterClose

@@ -5,7 +5,7 @@ extension ConnectionStateMachine {
         case fail(WebSocketError)
     }
 
-    mutating func send(_ message: WebSocketMessage) -> SendAction {
+    mutating func send(_ message: OutgoingMessage) -> SendAction {
         guard isOpen else { return .fail(closedError) }
         if outbound.isFull { return .mustWait }
         outbound.append(message)
@@ -19,7 +19,7 @@ extension ConnectionStateMachine {
     /// come, and a later user request (a close) would not wake it.
     mutating func sendFromLoop(_ message: WebSocketMessage) -> Bool {
         guard isOpen else { return false }
-        outbound.append(message)
+        outbound.append(OutgoingMessage(message: message))
         return true
     }
 
@@ -43,7 +43,7 @@ extension ConnectionStateMachine {
     }
 
     mutating func park(
-        sender id: UInt64, message: WebSocketMessage, continuation: OutboundQueue.Sender
+        sender id: UInt64, message: OutgoingMessage, continuation: OutboundQueue.Sender
     ) -> ParkAction {
         guard isOpen else { return .fail(continuation, closedError) }
         switch outbound.park(id: id, message: message, continuation: continuation) {
@@ -68,7 +68,7 @@ extension ConnectionStateMachine {
 
     /// What the loop writes on one writable pass.
     struct WriteBatch {
-        var messages: [WebSocketMessage] = []
+        var messages: [OutgoingMessage] = []
         /// Pings to write: the user's (with their payload) and keep-alive's.
         var pings: [(id: UInt64, payload: [UInt8]?)] = []
         var close: CloseFrame?
