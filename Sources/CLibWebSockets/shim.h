@@ -14,7 +14,9 @@
 #include <openssl/rand.h>
 #include <openssl/bio.h>
 #include <zlib.h>
+#include <ev.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netdb.h>
@@ -262,6 +264,90 @@ static inline int wss_available_cpu_count(void) {
     for (long index = 0; index < length / (long)sizeof(unsigned long); index++) count += __builtin_popcountl(mask[index]);
     return count > 0 ? count : 1;
 }
+
+// MARK: - libev: the event loop under a client loop's lws context (epoll)
+
+/// A libev loop on epoll, and the one timer a loop thread keeps for the nearest of its
+/// connections' deadlines (the deadlines themselves are kept in Swift).
+typedef struct wss_evloop {
+    struct ev_loop *loop;
+    ev_timer timer;
+    /// Every second: wakes lws so its own timers (kept in its sorted list, which its libev
+    /// plugin looks at only after I/O) are never more than a second late.
+    ev_timer housekeeping;
+    struct lws_context *context;
+    /// Set by the timer's callback; read and cleared by `wss_evloop_run`.
+    int timer_fired;
+} wss_evloop;
+
+static void wss_evloop_timer_fired(struct ev_loop *loop, ev_timer *timer, int events) {
+    (void)loop; (void)events;
+    ((wss_evloop *)timer->data)->timer_fired = 1;
+}
+
+static void wss_evloop_housekeeping(struct ev_loop *loop, ev_timer *timer, int events) {
+    (void)loop; (void)events;
+    wss_evloop *evloop = (wss_evloop *)timer->data;
+    if (evloop->context) lws_cancel_service(evloop->context);
+}
+
+/// Starts the once-a-second wake-up of `context`'s own timers.
+static inline void wss_evloop_start_housekeeping(wss_evloop *evloop, struct lws_context *context) {
+    evloop->context = context;
+    ev_timer_init(&evloop->housekeeping, wss_evloop_housekeeping, 1., 1.);
+    evloop->housekeeping.data = evloop;
+    ev_timer_start(evloop->loop, &evloop->housekeeping);
+}
+
+/// Stops it (before the context is destroyed).
+static inline void wss_evloop_stop_housekeeping(wss_evloop *evloop) {
+    if (evloop->context) ev_timer_stop(evloop->loop, &evloop->housekeeping);
+    evloop->context = NULL;
+}
+
+/// A new loop on epoll; NULL when libev cannot make one.
+static inline wss_evloop *wss_evloop_new(void) {
+    struct ev_loop *loop = ev_loop_new(EVBACKEND_EPOLL);
+    if (!loop) return NULL;
+    wss_evloop *evloop = (wss_evloop *)calloc(1, sizeof(wss_evloop));
+    if (!evloop) { ev_loop_destroy(loop); return NULL; }
+    evloop->loop = loop;
+    ev_timer_init(&evloop->timer, wss_evloop_timer_fired, 0., 0.);
+    evloop->timer.data = evloop;
+    return evloop;
+}
+
+/// The `struct ev_loop *` lws takes in `foreign_loops`.
+static inline void *wss_evloop_native(wss_evloop *evloop) { return evloop->loop; }
+
+/// Arms the timer `seconds` from now (a negative value disarms it).
+static inline void wss_evloop_set_timer(wss_evloop *evloop, double seconds) {
+    ev_timer_stop(evloop->loop, &evloop->timer);
+    if (seconds >= 0) {
+        // libev counts from the time its last pass began; the loop may have worked since.
+        ev_now_update(evloop->loop);
+        ev_timer_set(&evloop->timer, seconds, 0.);
+        ev_timer_start(evloop->loop, &evloop->timer);
+    }
+}
+
+/// One pass: waits for events (not when `nowait`), runs their watchers (lws's among
+/// them), and returns whether the timer fired.
+static inline int wss_evloop_run(wss_evloop *evloop, int nowait) {
+    evloop->timer_fired = 0;
+    ev_run(evloop->loop, nowait ? EVRUN_NOWAIT : EVRUN_ONCE);
+    return evloop->timer_fired;
+}
+
+/// Frees the loop (after the lws context that used it is destroyed).
+static inline void wss_evloop_free(wss_evloop *evloop) {
+    ev_timer_stop(evloop->loop, &evloop->timer);
+    ev_loop_destroy(evloop->loop);
+    free(evloop);
+}
+
+/// Closes `wsi` now (`LWS_TO_KILL_SYNC`), from outside any of its callbacks.
+static inline void wss_close_now(struct lws *wsi) { lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_SYNC); }
 
 /// `OPENSSL_free` (a macro).
 static inline void wss_free(void *pointer) { OPENSSL_free(pointer); }

@@ -28,3 +28,34 @@ package func eventLoopThreadCallback(
     }
     return thread.delegate.handleCallback(wsi: wsi, reason: reason, user: user, input: input, length: length)
 }
+
+extension EventLoopThread {
+    /// Sets the one timer of `wsi` (`LWS_CALLBACK_TIMER` on ``Backend/poll``, the
+    /// delegate's ``EventLoopThreadDelegate/timerFired(_:)`` on ``Backend/libev``) `delay`
+    /// from now; `nil` disarms it on libev and sets it an hour away on poll.
+    ///
+    /// Never `LWS_SET_TIMER_USEC_CANCEL` on poll: lws 4.1.6 adds it to the current time like
+    /// any other delay, so "cancel" schedules the timer 1 µs in the past and it fires at once.
+    package static func setTimer(of wsi: OpaquePointer, after delay: Duration?) {
+        if let thread = owner(of: wsi), case .libev = thread.backend {
+            thread.armTimer(wsi, after: delay)
+            return
+        }
+        let (seconds, attoseconds) = (delay ?? .seconds(3600)).components
+        lws_set_timer_usecs(wsi, max(1, seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+    }
+
+    /// Forgets `wsi`'s timer as lws frees it (`LWS_CALLBACK_WSI_DESTROY`). Only libev
+    /// loops keep timers of their own; lws drops its own with the socket.
+    package static func forgetTimer(of wsi: OpaquePointer) {
+        if let thread = owner(of: wsi), case .libev = thread.backend {
+            thread.armTimer(wsi, after: nil)
+        }
+    }
+
+    /// The thread whose context `wsi` belongs to (its context's user pointer).
+    package static func owner(of wsi: OpaquePointer) -> EventLoopThread? {
+        guard let context = lws_get_context(wsi), let contextUser = lws_context_user(context) else { return nil }
+        return Unmanaged<EventLoopThread>.fromOpaque(contextUser).takeUnretainedValue()
+    }
+}

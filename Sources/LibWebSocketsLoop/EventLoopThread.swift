@@ -13,8 +13,10 @@ package protocol LoopWork: AnyObject, Sendable {
 /// What a ``EventLoopThread`` needs from the side (client or server) that uses it.
 /// Every method is called on the loop thread.
 package protocol EventLoopThreadDelegate: AnyObject, Sendable {
-    /// Creates the lws context. `contextUser` must become `info.user` so callbacks find the thread.
-    func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer?
+    /// Creates the lws context. `contextUser` must become `info.user` so callbacks find the
+    /// thread. `foreignLoops`, for a thread on ``EventLoopThread/Backend/libev``, holds the
+    /// libev loop the context must run on (``LWSContextFactory/runOnForeignLoop(_:_:)``).
+    func makeContext(contextUser: UnsafeMutableRawPointer, foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> OpaquePointer?
     /// Handles one lws protocol callback (every reason except the loop's own wake-up).
     func handleCallback(
         wsi: OpaquePointer?, reason: lws_callback_reasons,
@@ -30,11 +32,15 @@ package protocol EventLoopThreadDelegate: AnyObject, Sendable {
     /// Whether the callbacks since the last call read, wrote, opened or ended anything
     /// (debug builds ask after every pass, to catch a loop that spins; see ``LoopSpinWatch``).
     func takePassProgress() -> Bool
+    /// The deadline armed with ``EventLoopThread/armTimer(_:after:)`` for `key` has come
+    /// (outside any lws callback).
+    func timerFired(_ key: OpaquePointer)
 }
 
 extension EventLoopThreadDelegate {
     package func serviceTurnEnded() {}
     package func takePassProgress() -> Bool { true }
+    package func timerFired(_ key: OpaquePointer) {}
 }
 
 /// One dedicated thread that owns one `lws_context` and services it.
@@ -50,6 +56,17 @@ extension EventLoopThreadDelegate {
 /// passes, so a task that reads and writes a connection of this loop does so without a
 /// thread hop (see `WebSocketEventLoop` in WebSocketStreams).
 package final class EventLoopThread: TaskExecutor {
+    /// What the thread waits in between passes.
+    package enum Backend: Sendable {
+        /// `lws_service`: lws's own poll(2), whose every wait costs O(sockets) (8.6 ms at
+        /// 15,000), and lws's timers (a sorted list).
+        case poll
+        /// A libev loop on epoll(7) under the context (lws's libev plugin,
+        /// `libwebsockets-evlib-ev`): a wait costs O(ready sockets), and
+        /// ``armTimer(_:after:)`` keeps deadlines in a heap (``LoopTimers``).
+        case libev
+    }
+
     private enum RunState {
         case notStarted
         case starting
@@ -87,9 +104,12 @@ package final class EventLoopThread: TaskExecutor {
     /// Debug builds: passes that made no progress right behind another such pass.
     private let spinCount = Atomic<Int>(0)
 
-    package init(name: String, delegate: any EventLoopThreadDelegate) {
+    package let backend: Backend
+
+    package init(name: String, delegate: any EventLoopThreadDelegate, backend: Backend = .poll) {
         self.name = name
         self.delegate = delegate
+        self.backend = backend
     }
 
     /// Starts the thread and creates the context on it, if not done yet.
@@ -311,11 +331,27 @@ package final class EventLoopThread: TaskExecutor {
     private func run() {
         LWSLogging.install(for: self)
         let contextUser = Unmanaged.passUnretained(self).toOpaque()
-        guard let context = delegate.makeContext(contextUser: contextUser) else {
-            failStart("libwebsockets could not create its context")
+        var evloop: UnsafeMutablePointer<wss_evloop>?
+        let foreignLoops = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: 1)
+        defer { foreignLoops.deallocate() }
+        if case .libev = backend {
+            guard let made = wss_evloop_new() else {
+                failStart("libev could not create an epoll loop")
+                finishStopping()
+                return
+            }
+            evloop = made
+            foreignLoops.initialize(to: wss_evloop_native(made))
+        }
+        guard let context = delegate.makeContext(contextUser: contextUser, foreignLoops: evloop == nil ? nil : foreignLoops) else {
+            if let evloop { wss_evloop_free(evloop) }
+            failStart(evloop == nil
+                ? "libwebsockets could not create its context"
+                : "libwebsockets could not create its context on libev (is libwebsockets-evlib-ev installed?)")
             finishStopping()
             return
         }
+        if let evloop { wss_evloop_start_housekeeping(evloop, context) }
         let handle = ContextHandle(pointer: context)
         let startWaiters: [CheckedContinuation<Void, any Error>] = inbox.withLock { inbox in
             inbox.context = handle
@@ -335,9 +371,16 @@ package final class EventLoopThread: TaskExecutor {
                 return false
             }
             if stopping { break }
-            // Wait in poll only when nothing is queued: anything posted from now on by
-            // another thread wakes the poll, and this thread posts only between passes.
-            if lws_service(context, pending ? -1 : 0) < 0 {
+            // Wait only when nothing is queued: anything posted from now on by another
+            // thread wakes the wait, and this thread posts only between passes.
+            if let evloop {
+                armNearestDeadline(evloop)
+                if wss_evloop_run(evloop, pending ? 1 : 0) != 0 {
+                    // Spent: armed again for whatever deadline is nearest next time.
+                    spare.armedDeadline = nil
+                }
+                fireDueTimers()
+            } else if lws_service(context, pending ? -1 : 0) < 0 {
                 // The context failed: stop taking work before the final drain.
                 inbox.withLock { $0.runState = .stopping }
                 break
@@ -368,12 +411,53 @@ package final class EventLoopThread: TaskExecutor {
         // No new wake-up can start now that the context is gone from the inbox; let those
         // already decided finish their pipe write first.
         while wakesInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
+        if let evloop { wss_evloop_stop_housekeeping(evloop) }
         lws_context_destroy(context)
+        if let evloop { wss_evloop_free(evloop) }
+        spare.timers = LoopTimers()
         delegate.serviceTurnEnded()
         threadID.store(0, ordering: .relaxed)
         finishStopping()
         // Jobs queued while stopping run elsewhere; later ones go there directly.
         for job in strandedJobs { globalConcurrentExecutor.enqueue(job) }
+    }
+
+    // MARK: - Timers (libev backend)
+
+    /// Sets `key`'s one deadline `delay` from now, replacing any it had; `nil` disarms it.
+    /// When it comes, the delegate's ``EventLoopThreadDelegate/timerFired(_:)`` runs once.
+    /// Loop thread only, on the ``Backend/libev`` backend.
+    package func armTimer(_ key: OpaquePointer, after delay: Duration?) {
+        guard let delay else {
+            spare.timers.disarm(key)
+            return
+        }
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
+        spare.timers.arm(key, at: LoopTimers.now() &+ UInt64(nanoseconds))
+    }
+
+    /// Points the libev timer at the nearest deadline, when that changed.
+    private func armNearestDeadline(_ evloop: UnsafeMutablePointer<wss_evloop>) {
+        let nearest = spare.timers.nearest()
+        guard nearest != spare.armedDeadline else { return }
+        spare.armedDeadline = nearest
+        guard let nearest else {
+            wss_evloop_set_timer(evloop, -1)
+            return
+        }
+        let now = LoopTimers.now()
+        wss_evloop_set_timer(evloop, nearest > now ? Double(nearest - now) / 1e9 : 0)
+    }
+
+    /// Runs the delegate's timer handler for every deadline that has come.
+    private func fireDueTimers() {
+        var due = spare.dueTimers
+        spare.timers.takeDue(now: LoopTimers.now(), into: &due)
+        guard !due.isEmpty else { return }
+        for key in due { delegate.timerFired(key) }
+        due.removeAll(keepingCapacity: true)
+        spare.dueTimers = due
     }
 
     private func finishStopping() {
@@ -402,6 +486,12 @@ private final class EventLoopThreadBuffers: @unchecked Sendable {
     /// Set when another thread's wake-up ended the poll since the loop last looked (debug
     /// builds): such a pass was asked for, even if its work already ran.
     var wokenUp = false
+    /// The sockets' deadlines (libev backend).
+    var timers = LoopTimers()
+    /// The deadline the libev timer is set to, if any.
+    var armedDeadline: UInt64?
+    /// Storage for the deadlines due in a pass.
+    var dueTimers: [OpaquePointer] = []
 }
 
 /// The lws context pointer as the inbox keeps it, so other threads can wake the loop.

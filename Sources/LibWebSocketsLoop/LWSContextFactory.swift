@@ -19,6 +19,14 @@ package enum LWSContextFactory {
     /// init, so no two contexts allocate indices at once.
     private static let libraryInitialised = AnnotatedMutex(false)
 
+    /// Makes the context described by `info` run on the libev loop in `loops` (a
+    /// one-element array its thread keeps while the context lives), through lws's libev
+    /// plugin (`libwebsockets-evlib-ev`).
+    package static func runOnForeignLoop(_ info: inout lws_context_creation_info, _ loops: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        info.options |= UInt64(LWS_SERVER_OPTION_LIBEV)
+        info.foreign_loops = loops
+    }
+
     /// A context plus its default vhost described by `info` (vhost fields included), or
     /// nil if either could not be created. `usesTLS: false` (the client, whose TLS is
     /// its own) keeps lws's OpenSSL setup out of the context and its vhost entirely.

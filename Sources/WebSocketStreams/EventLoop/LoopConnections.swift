@@ -57,7 +57,7 @@ final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
 
     // MARK: - EventLoopThreadDelegate
 
-    func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
+    func makeContext(contextUser: UnsafeMutableRawPointer, foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> OpaquePointer? {
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(Self.protocols)
@@ -72,6 +72,7 @@ final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
         info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
         let vhostName = Self.vhostName
         info.vhost_name = vhostName
+        if let foreignLoops { LWSContextFactory.runOnForeignLoop(&info, foreignLoops) }
         // TLS is ours (OpenSSL memory BIOs): lws does no OpenSSL setup for this context.
         guard let (context, vhost) = LWSContextFactory.makeContext(&info, usesTLS: false) else { return nil }
         self.context = context
@@ -83,22 +84,41 @@ final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
         wsi: OpaquePointer?, reason: lws_callback_reasons,
         user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int
     ) -> Int32 {
-        guard let wsi, let opaque = lws_get_opaque_user_data(wsi) else { return 0 }
+        guard let wsi, let event = RawSocket.Event(reason: reason, input: input, length: length) else { return 0 }
+        let drop = dispatch(event, to: wsi)
+        if reason == LWS_CALLBACK_WSI_DESTROY {
+            EventLoopThread.forgetTimer(of: wsi)
+            if let opaque = lws_get_opaque_user_data(wsi) {
+                lws_set_opaque_user_data(wsi, nil)
+                release(Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue())
+            }
+        }
+        return drop ? -1 : 0
+    }
+
+    /// A socket's deadline came (libev backend, outside any lws callback): the same as
+    /// `LWS_CALLBACK_TIMER`, except that a drop closes the socket here and now.
+    func timerFired(_ key: OpaquePointer) {
+        if dispatch(.timer, to: key) { wss_close_now(key) }
+    }
+
+    /// Hands `event` to the socket's connection; returns whether to drop the socket.
+    private func dispatch(_ event: RawSocket.Event, to wsi: OpaquePointer) -> Bool {
+        guard let opaque = lws_get_opaque_user_data(wsi) else { return false }
         let connection = Unmanaged<ClientConnection>.fromOpaque(opaque).takeUnretainedValue()
         currentConnection = connection
         defer { currentConnection = nil }
-        guard let event = RawSocket.Event(reason: reason, input: input, length: length) else { return 0 }
         #if DEBUG
         let sentBefore = connection.writeSide.bytesSent
         #endif
-        let result: Int32 = connection.transport.handle(connection, event, socket: RawSocket(wsi: wsi), loop: self) ? -1 : 0
+        let drop = connection.transport.handle(connection, event, socket: RawSocket(wsi: wsi), loop: self)
         #if DEBUG
         // The spin check (debug builds only): progress only if the callback wrote or ended
         // something; a writable or timer callback that does neither and comes again at once
         // is a busy loop.
         switch event {
         case .writable, .timer:
-            if connection.writeSide.bytesSent != sentBefore || result != 0 || connection.transport.hasEnded {
+            if connection.writeSide.bytesSent != sentBefore || drop || connection.transport.hasEnded {
                 passProgress = true
             }
         case .received(let bytes):
@@ -107,11 +127,7 @@ final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
             passProgress = true
         }
         #endif
-        if reason == LWS_CALLBACK_WSI_DESTROY {
-            lws_set_opaque_user_data(wsi, nil)
-            release(connection)
-        }
-        return result
+        return drop
     }
 
     func log(level: Int32, line: String) {

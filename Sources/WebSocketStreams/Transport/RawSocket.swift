@@ -1,4 +1,5 @@
 import CLibWebSockets
+import LibWebSocketsLoop
 import Glibc
 
 /// A client's libwebsockets raw socket (adopted, no ws role): the only lws calls a
@@ -129,20 +130,12 @@ struct RawSocket: @unchecked Sendable {
         lws_rx_flow_control(wsi, enabled ? 1 : 0)
     }
 
-    /// Arms the one timer of the socket (`LWS_CALLBACK_TIMER`) `delay` from now, or, with
-    /// `nil`, an hour from now (a fire with nothing due re-arms it).
-    ///
-    /// Never `LWS_SET_TIMER_USEC_CANCEL`: lws 4.1.6 adds it to the current time like any
-    /// other delay, so "cancel" schedules the timer 1 µs in the past and it fires at once.
-    /// A connection that cancels its timer whenever it fires (as one with nothing due does)
-    /// then spins its loop at 100% CPU; that was the wss:// push-burst hang, which struck
-    /// whenever reading paused (the keep-alive stops then).
+    /// Arms the one timer of the socket `delay` from now; `nil` disarms it
+    /// (``EventLoopThread/setTimer(of:after:)``: on the client's libev loops, a heap of
+    /// deadlines the loop keeps itself).
     func setTimer(_ delay: Duration?) {
-        lws_set_timer_usecs(wsi, (delay ?? Self.noDeadline).microseconds)
+        EventLoopThread.setTimer(of: wsi, after: delay)
     }
-
-    /// What an unarmed timer waits: long enough never to matter.
-    static let noDeadline: Duration = .seconds(3600)
 
     /// What waits in the socket, looked at without reading or blocking.
     enum PendingInput {
@@ -170,13 +163,5 @@ struct RawSocket: @unchecked Sendable {
         let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
         if peeked > 0 { return .unread }
         return peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .nothingYet : .endOrError
-    }
-}
-
-extension Duration {
-    /// Whole microseconds, at least 1 (lws timers take microseconds).
-    var microseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return max(1, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
     }
 }
