@@ -1,5 +1,6 @@
 import CLibWebSockets
 import Glibc
+import LibWebSocketsLoop
 
 /// A plain-TCP connection the test server drives byte by byte after taking its socket from
 /// lws (see `ServerLoop.takeOver`): for handshakes that come late or never, and for the
@@ -44,8 +45,7 @@ final class RawPeer {
         if !action.write.isEmpty, !write(wsi, action.write) { return -1 }
         if action.end { return -1 }
         if let timer = action.timer {
-            let (seconds, attoseconds) = timer.components
-            lws_set_timer_usecs(wsi, max(1, seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            EventLoopThread.setTimer(of: wsi, after: max(.microseconds(1), timer))
         }
         return 0
     }

@@ -1,6 +1,7 @@
 import CLibWebSockets
 import DequeModule
 import Glibc
+import LibWebSocketsLoop
 
 /// One WebSocket connection of the test server, served by its route.
 ///
@@ -80,10 +81,10 @@ final class ServerConnection {
         case .push:
             lws_callback_on_writable(wsi)
         case .close(_, _, let after), .drop(let after):
-            lws_set_timer_usecs(wsi, max(1, Int64(after) * 1000))
+            EventLoopThread.setTimer(of: wsi, after: .milliseconds(max(0, after)))
         case .stall(let resumeAfter):
             lws_rx_flow_control(wsi, 0)
-            if let resumeAfter { lws_set_timer_usecs(wsi, max(1, Int64(resumeAfter) * 1000)) }
+            if let resumeAfter { EventLoopThread.setTimer(of: wsi, after: .milliseconds(max(0, resumeAfter))) }
         case .headers:
             enqueue(wsi, payload: Array(headersJSON.utf8), binary: false)
         case .badUTF8(let split):
@@ -105,7 +106,7 @@ final class ServerConnection {
     /// at the connection's next timer callback: lws sends the frame as the callback returns -1.
     func goAway(_ wsi: OpaquePointer, code: UInt32) {
         goingAwayCode = code
-        lws_set_timer_usecs(wsi, 1)
+        EventLoopThread.setTimer(of: wsi, after: .microseconds(1))
     }
 
     func timerFired(_ wsi: OpaquePointer) -> Int32 {
@@ -163,7 +164,7 @@ final class ServerConnection {
         switch route {
         case .echo(let delay) where delay > 0:
             delayedReplies.append(message)
-            lws_set_timer_usecs(wsi, Int64(delay) * 1000)
+            EventLoopThread.setTimer(of: wsi, after: .milliseconds(delay))
         case .echo, .push, .headers, .close, .drop, .badUTF8, .stall(resumeAfterMilliseconds: .some):
             enqueue(wsi, message)
         case .stall(resumeAfterMilliseconds: nil), .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:

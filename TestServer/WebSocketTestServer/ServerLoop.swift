@@ -87,7 +87,7 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
 
     // MARK: - EventLoopThreadDelegate
 
-    func makeContext(contextUser: UnsafeMutableRawPointer) -> OpaquePointer? {
+    func makeContext(contextUser: UnsafeMutableRawPointer, foreignLoops: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> OpaquePointer? {
         var info = lws_context_creation_info()
         info.port = Int32(settings.port)
         // Raw routes (e.g. /frame-echo) read this much per pass, as the client does.
@@ -102,9 +102,14 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         info.gid = -1
         info.uid = -1
         info.timeout_secs = 30
+        // No validity pings: lws would keep a timer per connection in its sorted list, and
+        // each new connection's insert walks all of them (a quarter of the server's CPU while
+        // 15,000 connections open). Clients ping as they are told to.
+        info.retry_and_idle_policy = UnsafePointer(LWSStatics.noValidityPings)
         let vhostName = ServerTables.vhostName
         info.vhost_name = vhostName
         info.iface = UnsafePointer(interface)
+        if let foreignLoops { LWSContextFactory.runOnForeignLoop(&info, foreignLoops) }
         let created: (context: OpaquePointer, vhost: OpaquePointer)? =
             withOptionalCString(settings.certificates?.serverCertificateFile) { certificate in
                 withOptionalCString(settings.certificates?.serverKeyFile) { key in
@@ -136,6 +141,7 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         user: UnsafeMutableRawPointer?, input: UnsafeMutableRawPointer?, length: Int
     ) -> Int32 {
         guard let wsi else { return 0 }
+        if reason == LWS_CALLBACK_WSI_DESTROY { EventLoopThread.forgetTimer(of: wsi) }
         switch reason {
         case LWS_CALLBACK_FILTER_NETWORK_CONNECTION:
             if let refuseUntil, ContinuousClock.now < refuseUntil { return -1 }
@@ -168,6 +174,14 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
             return result
         }
         return 0
+    }
+
+    /// A socket's timer came (libev backend, outside any lws callback): handled as
+    /// `LWS_CALLBACK_TIMER` would be; a -1 closes the socket now.
+    func timerFired(_ key: OpaquePointer) {
+        if handleCallback(wsi: key, reason: LWS_CALLBACK_TIMER, user: nil, input: nil, length: 0) != 0 {
+            wss_close_now(key)
+        }
     }
 
     func log(level: Int32, line: String) {
@@ -342,11 +356,15 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     /// pass). Returns the ids of those it dropped.
     func disconnectAll() -> Set<Int> {
         var dropped = Set<Int>()
+        var sockets: [OpaquePointer] = []
         for case let connection as ServerConnection in connections.values {
             guard let wsi = connection.wsi else { continue }
-            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC)
+            sockets.append(wsi)
             dropped.insert(connection.id)
         }
+        // Posted work runs outside any lws callback: closing now is safe, and each close
+        // removes its connection from `connections` (hence the list first).
+        for wsi in sockets { wss_close_now(wsi) }
         return dropped
     }
 
