@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the Autobahn|Testsuite client cases against `wsbench --workload autobahn`.
 #
-#   Conformance/conformance.sh full     every case (12.* and 13.* take 45+ minutes), then
-#                                       writes CONFORMANCE.md           (make conformance)
+#   Conformance/conformance.sh full     every case, once with the default compression offer
+#                                       and once with a 9-bit client window without context
+#                                       takeover (about 12 minutes each), then writes
+#                                       CONFORMANCE.md                  (make conformance)
 #   Conformance/conformance.sh quick    a few cases of every category, under 2 minutes;
 #                                       fails on any verdict other than OK or INFORMATIONAL
 #                                       (part of make test)
@@ -62,7 +64,24 @@ esac
 
 swift build -c "$config" --product wsbench
 bin="$(swift build -c "$config" --show-bin-path)"
-rm -rf "$out"
-python3 "$shared/run_client_suite.py" --wstest "$venv/bin/wstest" --agent websocketstreams \
-    --cases "$cases" --out "$out" -- "$bin/wsbench" --workload autobahn --url '{url}'
-python3 "$root/Conformance/verdicts.py" "$mode" "$out/summary.json" "$root/CONFORMANCE.md"
+
+# One run per compression offer: a label, "|", then wsbench's flags for it.
+offers=("default offer|")
+if [[ "$mode" == full ]]; then
+    offers+=("client_max_window_bits=9, client_no_context_takeover|--client-max-window-bits 9 --client-no-context-takeover")
+fi
+summaries=()
+index=0
+for offer in "${offers[@]}"; do
+    label="${offer%%|*}"
+    flags="${offer#*|}"
+    run_out="$out/offer-$index"
+    rm -rf "$run_out"
+    echo "conformance: offer [$label]"
+    # shellcheck disable=SC2086 # the flags are words
+    python3 "$shared/run_client_suite.py" --wstest "$venv/bin/wstest" --agent websocketstreams \
+        --cases "$cases" --out "$run_out" -- "$bin/wsbench" --workload autobahn --url '{url}' $flags
+    summaries+=("$label|$run_out/summary.json")
+    index=$((index + 1))
+done
+python3 "$root/Conformance/verdicts.py" "$mode" "$root/CONFORMANCE.md" "${summaries[@]}"

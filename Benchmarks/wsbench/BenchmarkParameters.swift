@@ -16,6 +16,8 @@ struct BenchmarkParameters: Sendable {
     var runsOnLoop = false
     /// W7: how long the connections are held open.
     var hold: Duration = .seconds(45)
+    /// `--batches`: W4 and W6 read through `messageBatches`.
+    var readsBatches = false
 
     /// The loop for the next connection (`nil`: let the SDK place it).
     func nextLoop() -> WebSocketEventLoop? { group?.next() }

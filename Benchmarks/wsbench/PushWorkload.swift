@@ -3,7 +3,8 @@ import WebSocketStreams
 
 /// W4 and W6: messages the server pushes as fast as it can (the URL carries the push
 /// parameters, e.g. `/push?count=200000&size=128`), received on one connection (W4) or
-/// on `connections` connections at once (W6). The clock starts when the first
+/// on `connections` connections at once (W6), one by one from `messages` or, with
+/// `--batches`, a batch at a time from `messageBatches`. The clock starts when the first
 /// connection is open and stops when the last message arrives.
 enum PushWorkload {
     /// What one connection saw.
@@ -58,6 +59,20 @@ enum PushWorkload {
             return outcome
         }
         outcome.opened = clock.now
+        if parameters.readsBatches {
+            var batches = connection.messageBatches.makeAsyncIterator()
+            while outcome.messages < parameters.count {
+                guard let batch = await batches.next() else {
+                    outcome.failure = endedEarly(connection)
+                    break
+                }
+                outcome.messages += batch.count
+                for message in batch { outcome.bytes += message.byteCount }
+            }
+            outcome.finished = clock.now
+            await connection.close()
+            return outcome
+        }
         var messages = connection.messages.makeAsyncIterator()
         while outcome.messages < parameters.count {
             guard let message = await messages.next() else {

@@ -59,8 +59,17 @@ struct WSBench: AsyncParsableCommand {
     @Option(name: .customLong("time-limit"), help: "Seconds before the run stops and reports what completed (ok: false). Default: 60; none for autobahn.")
     var timeLimit: Double?
 
-    @Flag(name: .customLong("no-compression"), help: "Do not offer permessage-deflate.")
+    @Flag(name: [.customLong("no-compress"), .customLong("no-compression")], help: "Do not offer permessage-deflate.")
     var noCompression = false
+
+    @Option(name: .customLong("client-max-window-bits"), help: ArgumentHelp("Offer client_max_window_bits=N (8-15).", valueName: "bits"))
+    var clientMaxWindowBits: Int?
+
+    @Flag(name: .customLong("client-no-context-takeover"), help: "Offer client_no_context_takeover.")
+    var clientNoContextTakeover = false
+
+    @Flag(help: "W4/W6: read through messageBatches (every buffered message at once) instead of messages.")
+    var batches = false
 
     @Option(help: "W7: seconds to hold the connections open (default 45).")
     var hold: Double?
@@ -98,7 +107,7 @@ struct WSBench: AsyncParsableCommand {
                 await Self.run(parameters, timeLimit: timeLimit)
             }
         }
-        report.client = BenchmarkParameters.clientName + (executor == .loop ? "+loop" : "")
+        report.client = BenchmarkParameters.clientName + (executor == .loop ? "+loop" : "") + (batches ? "+batches" : "")
         print(report.jsonLine)
         // Connections closed; the shared loop's thread goes with the process.
         if !report.ok { throw ExitCode.failure }
@@ -108,6 +117,8 @@ struct WSBench: AsyncParsableCommand {
         let count = count ?? workload.defaultCount
         var configuration = WebSocketConfiguration()
         configuration.compression = WebSocketCompression(isEnabled: !noCompression)
+        configuration.compression.clientMaxWindowBits = clientMaxWindowBits
+        configuration.compression.clientNoContextTakeover = clientNoContextTakeover
         if let pingInterval {
             configuration.pingInterval = pingInterval > 0 ? .milliseconds(Int64(pingInterval * 1000)) : nil
         }
@@ -122,7 +133,7 @@ struct WSBench: AsyncParsableCommand {
             connections: connections ?? workload.defaultConnections(count: count),
             configuration: configuration,
             group: loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") },
-            hold: .milliseconds(Int64((hold ?? 45) * 1000)))
+            hold: .milliseconds(Int64((hold ?? 45) * 1000)), readsBatches: batches)
     }
 
     /// Runs the workload; when `timeLimit` passes first, cancels it and returns what it
