@@ -32,7 +32,8 @@ package final class MessageDeflater: @unchecked Sendable {
     /// Whether `deflateInit2` has run and `deflateEnd` is owed.
     private var isStreamActive = false
     /// Whether the window is emptied after each message (`client_no_context_takeover`).
-    /// zlib's buffers are then freed between messages, as nothing of them carries over.
+    /// zlib's buffers are then freed between messages, as nothing of them carries over;
+    /// otherwise they are kept from the first compressed message on.
     private let resetsAfterEachMessage: Bool
     private let windowBits: Int32
     private let level: Int32
@@ -47,7 +48,7 @@ package final class MessageDeflater: @unchecked Sendable {
     /// A raw deflate stream with `clientMaxWindowBits` and `clientNoContextTakeover` from
     /// `parameters`, at compression `level` (0...9) and `memoryLevel` (1...9).
     ///
-    /// - Throws: ``Failure`` when ``canCompress(with:)`` is `false` or zlib cannot start.
+    /// - Throws: ``Failure`` when ``canCompress(with:)`` is `false`.
     package init(parameters: DeflateParameters, level: Int = 6, memoryLevel: Int = 8) throws(Failure) {
         guard Self.canCompress(with: parameters) else {
             throw Failure(description: "zlib cannot compress with a \(parameters.clientMaxWindowBits)-bit window")
@@ -58,11 +59,8 @@ package final class MessageDeflater: @unchecked Sendable {
         self.memoryLevel = Int32(memoryLevel)
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        if !resetsAfterEachMessage, let failure = startStream() {
-            stream.deinitialize(count: 1)
-            stream.deallocate()
-            throw failure
-        }
+        // zlib's buffers (about 300 KiB with a 15-bit window) are allocated by the first
+        // message that is compressed: a connection that never sends one never pays for them.
     }
 
     deinit {

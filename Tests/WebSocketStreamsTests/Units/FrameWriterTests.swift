@@ -387,7 +387,11 @@ struct FrameWriterTests {
         #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
         #expect(inflated == text)
 
+        // With context takeover the buffers come with the first message and stay.
         let keeping = try MessageDeflater(parameters: DeflateParameters())
+        #expect(!keeping.holdsCompressorMemory)
+        output.removeAll()
+        text.withUnsafeBytes { keeping.compress($0, into: &output) }
         #expect(keeping.holdsCompressorMemory)
     }
 
