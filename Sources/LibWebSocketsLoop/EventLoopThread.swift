@@ -65,6 +65,17 @@ package final class EventLoopThread: TaskExecutor {
         /// `libwebsockets-evlib-ev`): a wait costs O(ready sockets), and
         /// ``armTimer(_:after:)`` keeps deadlines in a heap (``LoopTimers``).
         case libev
+
+        /// `preferred`, unless the environment variable `WEBSOCKETSTREAMS_LOOP_BACKEND` says
+        /// `poll` or `libev`: for comparing the two in one binary, and for a host without
+        /// `libwebsockets-evlib-ev`.
+        package static func chosen(preferring preferred: Backend) -> Backend {
+            switch getenv("WEBSOCKETSTREAMS_LOOP_BACKEND").map({ String(cString: $0) }) {
+            case "poll": .poll
+            case "libev": .libev
+            default: preferred
+            }
+        }
     }
 
     private enum RunState {

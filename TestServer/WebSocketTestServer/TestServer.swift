@@ -120,7 +120,7 @@ public final class TestServer: Sendable {
                             unixSocketPath: unixSocketPath),
             recorder: recorder)
         // epoll under lws, as the client: 15,000 connections cost a server pass no more than 10.
-        let thread = EventLoopThread(name: "test-server", delegate: loop, backend: .libev)
+        let thread = EventLoopThread(name: "test-server", delegate: loop, backend: .chosen(preferring: .libev))
         loop.thread = thread
         do {
             try await thread.start()

@@ -69,7 +69,7 @@ public final class WebSocketEventLoop: Sendable {
     public init(name: String = "ws-loop", logger: Logger? = nil) {
         connections = LoopConnections(logger: logger ?? .silent)
         // epoll under lws: waits and timers that cost the same at 15,000 connections as at 10.
-        thread = EventLoopThread(name: name, delegate: connections, backend: .libev)
+        thread = EventLoopThread(name: name, delegate: connections, backend: .chosen(preferring: .libev))
     }
 
     /// Starts the thread if needed; throws once the loop has been shut down.
