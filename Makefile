@@ -106,7 +106,8 @@ bench: deps
 	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
 		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md \
 		--peer websocket-kit="$$($(SWIFT) build -c release --package-path $(WEBSOCKETKIT_PEER) --show-bin-path)/wsbench-websocketkit" \
-		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py"
+		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py" \
+		--peer ours-batches="$$($(SWIFT) build -c release --show-bin-path)/wsbench --batches"
 	$(MAKE) bench-alloc
 
 ## bench-w3-crosscheck: W3 against a plain libwebsockets echo server in C (Benchmarks/echo-server-c)

@@ -18,6 +18,8 @@ struct BenchmarkParameters: Sendable {
     var hold: Duration = .seconds(45)
     /// `--batches`: W4 and W6 read through `messageBatches`.
     var readsBatches = false
+    /// `--json`: W2 sends a feed of distinct JSON texts instead of one repeated binary payload.
+    var sendsJSON = false
 
     /// The loop for the next connection (`nil`: let the SDK place it).
     func nextLoop() -> WebSocketEventLoop? { group?.next() }

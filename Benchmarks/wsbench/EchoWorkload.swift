@@ -17,6 +17,11 @@ enum EchoWorkload {
             return failedToConnect(parameters, error)
         }
         let payload = Data(repeating: 0x61, count: parameters.size)
+        // --json: a feed of distinct JSON texts (trades), for what compression saves on one.
+        let feed = parameters.sendsJSON ? JSONFeed.messages(count: 1000, size: parameters.size) : []
+        func next(_ index: Int) -> WebSocketMessage {
+            feed.isEmpty ? .binary(payload) : .text(feed[index % feed.count])
+        }
         let window = max(1, parameters.inflight)
         var messages = connection.messages.makeAsyncIterator()
         var sent = 0
@@ -26,7 +31,7 @@ enum EchoWorkload {
         let start = clock.now
         do {
             while sent < min(window, parameters.count) {
-                try await connection.send(.binary(payload))
+                try await connection.send(next(sent))
                 sent += 1
             }
             while completed < parameters.count {
@@ -37,7 +42,7 @@ enum EchoWorkload {
                 completed += 1
                 receivedBytes += message.byteCount
                 if sent < parameters.count {
-                    try await connection.send(.binary(payload))
+                    try await connection.send(next(sent))
                     sent += 1
                 }
             }

@@ -19,7 +19,16 @@ enum IdleConnectionsWorkload {
         } catch {
             return failedToConnect(parameters, error)
         }
-        let batch = await ConnectionBatch.open(target, parameters)
+        var batch = await ConnectionBatch.open(target, parameters)
+        // Iterating `messages` ends with the iterator: the readers live until the end.
+        var readers: [AsyncStream<WebSocketMessage>.Iterator] = []
+        if parameters.sendsJSON, batch.failure == nil {
+            // --json: each connection echoes one 1 KiB JSON text first, so a compressing
+            // connection holds what it keeps between messages (its window, unless
+            // client_no_context_takeover) when memory is measured.
+            batch.failure = await echoOneMessageEach(batch.open, readers: &readers)
+            batch.residentAfter = ProcessResources.residentKilobytes()
+        }
         var builder = BenchmarkReportBuilder(
             workload: parameters.workload, ok: batch.open.count == target, count: target, completed: batch.open.count,
             elapsed: batch.elapsed)
@@ -27,6 +36,25 @@ enum IdleConnectionsWorkload {
         builder.add("rss_per_conn_kb", batch.residentPerConnection)
         if let failure = batch.failure { builder.fail(failure) }
         await batch.closeAll()
+        readers.removeAll()
         return builder.report
+    }
+
+    /// Sends one JSON text on every connection and waits for each echo; the first failure in words.
+    private static func echoOneMessageEach(
+        _ connections: [WebSocket], readers: inout [AsyncStream<WebSocketMessage>.Iterator]
+    ) async -> String? {
+        let text = JSONFeed.messages(count: 1, size: 1024)[0]
+        for connection in connections {
+            do {
+                try await connection.send(.text(text))
+            } catch {
+                return "send failed: \(error)"
+            }
+            var messages = connection.messages.makeAsyncIterator()
+            guard await messages.next() != nil else { return endedEarly(connection) }
+            readers.append(messages)
+        }
+        return nil
     }
 }

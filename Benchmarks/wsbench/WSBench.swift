@@ -71,6 +71,9 @@ struct WSBench: AsyncParsableCommand {
     @Flag(help: "W4/W6: read through messageBatches (every buffered message at once) instead of messages.")
     var batches = false
 
+    @Flag(help: "W2: send distinct JSON texts (a trade feed) instead of one repeated binary payload.")
+    var json = false
+
     @Option(help: "W7: seconds to hold the connections open (default 45).")
     var hold: Double?
 
@@ -93,6 +96,15 @@ struct WSBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if batches, workload != .w4, workload != .w6 {
+            // Batches change how W4 and W6 read; for the rest, say so and measure nothing, so
+            // `make bench` can run `wsbench --batches` as a column of its own (n/a elsewhere).
+            let report = BenchmarkReport(
+                client: BenchmarkParameters.clientName + "+batches", workload: workload.rawValue,
+                ok: true, count: 0, completed: 0, elapsedSeconds: 0)
+            print(report.jsonLine)
+            return
+        }
         ProcessResources.raiseDescriptorLimit()
         var parameters = makeParameters()
         parameters.runsOnLoop = executor == .loop
@@ -133,7 +145,7 @@ struct WSBench: AsyncParsableCommand {
             connections: connections ?? workload.defaultConnections(count: count),
             configuration: configuration,
             group: loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") },
-            hold: .milliseconds(Int64((hold ?? 45) * 1000)), readsBatches: batches)
+            hold: .milliseconds(Int64((hold ?? 45) * 1000)), readsBatches: batches, sendsJSON: json)
     }
 
     /// Runs the workload; when `timeLimit` passes first, cancels it and returns what it
