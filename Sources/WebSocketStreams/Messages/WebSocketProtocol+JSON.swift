@@ -8,8 +8,10 @@ extension WebSocketProtocol {
     /// try await connection.send(json: Subscribe(channel: "trades"))
     /// ```
     ///
-    /// - Parameter encoder: The encoder to use (its key and date strategies apply); a plain
-    ///   `JSONEncoder` by default.
+    /// - Parameters:
+    ///   - value: What to send.
+    ///   - encoder: The encoder to use (its key and date strategies apply); a plain
+    ///     `JSONEncoder` by default.
     /// - Throws: The encoder's `EncodingError` (nothing is sent), or what ``send(_:)`` throws.
     public func send(json value: some Encodable, encoder: JSONEncoder = JSONEncoder()) async throws {
         let data = try encoder.encode(value)
