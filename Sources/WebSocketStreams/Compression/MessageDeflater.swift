@@ -86,7 +86,11 @@ package final class MessageDeflater: @unchecked Sendable {
     /// Compresses one whole message and appends the frame payload to `output` (whatever
     /// `output` already holds stays). An empty message becomes the single octet `00`
     /// (RFC 7692 section 7.2.3.6).
-    package func compress(_ input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+    ///
+    /// Without context takeover the window is emptied after the message; `moreFollow` keeps
+    /// zlib's buffers for the next message (a burst pays no allocation per message), else
+    /// they are freed.
+    package func compress(_ input: UnsafeRawBufferPointer, into output: inout [UInt8], moreFollow: Bool = false) {
         guard let base = input.baseAddress, !input.isEmpty else {
             // An empty stored block's header; zlib would emit nothing for a flush without
             // input right after another flush. The window is unchanged either way.
@@ -114,8 +118,12 @@ package final class MessageDeflater: @unchecked Sendable {
         )
         output.removeLast(4)
         if resetsAfterEachMessage {
-            deflateEnd(stream)
-            isStreamActive = false
+            if moreFollow {
+                precondition(deflateReset(stream) == Z_OK, "zlib could not reset the deflate stream")
+            } else {
+                deflateEnd(stream)
+                isStreamActive = false
+            }
         }
     }
 

@@ -244,7 +244,8 @@ package struct FrameWriter {
         if let deflater, next.mayCompress, message.byteCount >= compressionThreshold {
             var compressed: [UInt8] = []
             compressed.reserveCapacity(message.byteCount / 2 + 64)
-            message.withPayloadBytes { deflater.compress($0, into: &compressed) }
+            let moreFollow = !messages.isEmpty
+            message.withPayloadBytes { deflater.compress($0, into: &compressed, moreFollow: moreFollow) }
             outgoing.compressed = compressed
         }
         return outgoing

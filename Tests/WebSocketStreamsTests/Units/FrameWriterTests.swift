@@ -387,6 +387,15 @@ struct FrameWriterTests {
         #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
         #expect(inflated == text)
 
+        // In a burst (more messages queued) they are kept, and the window still emptied.
+        output.removeAll()
+        text.withUnsafeBytes { deflater.compress($0, into: &output, moreFollow: true) }
+        #expect(deflater.holdsCompressorMemory)
+        var second: [UInt8] = []
+        text.withUnsafeBytes { deflater.compress($0, into: &second) }
+        #expect(second == output)  // the same bytes: nothing of the first message was kept
+        #expect(!deflater.holdsCompressorMemory)
+
         // With context takeover the buffers come with the first message and stay.
         let keeping = try MessageDeflater(parameters: DeflateParameters())
         #expect(!keeping.holdsCompressorMemory)
