@@ -58,6 +58,13 @@ struct TestServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // As many connections as the process may hold: the soft descriptor limit up to the
+        // hard one, before the loop sizes its tables (wsbench W7 opens 15,000 at once).
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
         var logger = Logger(label: "TestServer")
         logger.logLevel = verbose ? .debug : .critical
         let server = try await WebSocketTestServer.TestServer.start(
