@@ -402,6 +402,53 @@ def tls_cost_table(results):
     return table
 
 
+# W7 (scale): connections opened, held with keep-alive, closed; once per client, at 1,000 and
+# at --w7-connections, with pings every 20 s (held 45 s) and every 5 s (held 20 s).
+W7_FIGURES = [("open_ms_per_1000", "lower"), ("rss_per_conn_kb", "lower"), ("idle_cpu_pct", "lower"),
+              ("close_s", "lower"), ("lost", "lower")]
+W7_PINGS = [(20, 45), (5, 20)]
+
+
+def scale_section(args, workdir):
+    """W7 for raw C and ours against a fresh TestServer; markdown lines."""
+    server = start_server(args, workdir)
+    rows = []
+    try:
+        for connections in (1000, args.w7_connections):
+            for ping, hold in W7_PINGS:
+                reports = {}
+                for client in ("raw-c", "websocketstreams"):
+                    # raw C on libev's epoll too (--event-lib ev), as ours runs: lws's own poll()
+                    # would measure the backend, not the client.
+                    command = client_command(client, args) + (["--event-lib", "ev"] if client == "raw-c" else []) + [
+                        "--workload", "W7", "--url", f"ws://127.0.0.1:{server.port}/echo",
+                        "--connections", str(connections), "--hold", str(hold), "--ping-interval", str(ping),
+                        "--time-limit", str(hold + 240)]
+                    result = subprocess.run(command, capture_output=True, text=True, timeout=hold + 300)
+                    line = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "{}"
+                    try:
+                        reports[client] = json.loads(line)
+                    except json.JSONDecodeError:
+                        reports[client] = {"ok": False}
+                    shown = {k: v for k, v in reports[client].items() if k not in ("client", "workload")}
+                    print(f"W7 {connections} ping {ping}s {client}: {json.dumps(shown)}", flush=True)
+                for key, _ in W7_FIGURES:
+                    raw = reports["raw-c"].get(key) if reports["raw-c"].get("ok") else None
+                    ours = reports["websocketstreams"].get(key) if reports["websocketstreams"].get("ok") else None
+                    ratio = f"{ours / raw:.2f}x" if ours is not None and raw else "n/a"
+                    rows.append(f"| {connections:,} | {ping} s | `{key}` | {fmt(raw)} | {fmt(ours)} | {ratio} |")
+    finally:
+        server.stop()
+    return ["## Many connections (W7)", "",
+            "`wsbench --workload W7` and `wsbench-c --workload W7`, one run each against a fresh TestServer: "
+            "open N connections (100 handshakes at a time), hold them with keep-alive pings (20 s pings "
+            "held 45 s, 5 s pings held 20 s), close them all. Open time per 1,000 connections, resident "
+            "memory per connection, the client's CPU while idle (% of one core), the time to close all, "
+            "connections lost while held. n/a: the client had no ok run.", "",
+            "| Connections | Pings | Figure | raw C (lws) | ours | ours / raw C |", "|---:|---:|---|---:|---:|---:|",
+            *rows, ""]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin", required=True, help="release build folder with wsbench and TestServer")
@@ -410,6 +457,8 @@ def main():
     parser.add_argument("--out", default="BENCHMARKS.md")
     parser.add_argument("--analysis", default=os.path.join(os.path.dirname(__file__), "analysis.md"))
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--w7-connections", type=int, default=10000,
+                        help="the larger W7 scale (the smaller is 1,000); 0 skips W7")
     parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
                         help="also run every workload over wss:// (default: on; --no-tls for ws:// only)")
     parser.add_argument("--peer", action="append", type=parse_peer, default=[], metavar="NAME=COMMAND",
@@ -448,6 +497,7 @@ def main():
                                capture_output=True, text=True)
         floor_ns = json.loads(floor.stdout.strip().splitlines()[-1]).get("ns_per_element") if floor.stdout.strip() else None
         profile_lines = [] if args.no_profile else profile(args, plain.port, workdir)
+        scale_lines = scale_section(args, workdir) if args.w7_connections > 0 else []
     finally:
         for server in servers:
             server.stop()
@@ -528,6 +578,7 @@ def main():
                   "wall seconds of the client's run (process start to exit; 100% is one core):", "",
                   *tls_cost, "",
                   "CPU time per wss:// run (user + system), medians:", "", *cpu_table(results, "wss", clients), ""]
+    lines += scale_lines
     if profile_lines:
         lines += ["## Profiles", "", *profile_lines]
     if os.path.exists(args.analysis):

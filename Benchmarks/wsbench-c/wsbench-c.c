@@ -7,8 +7,20 @@
  * client's (receive buffer, send limit, several frames per writable callback while
  * nothing is buffered), so the comparison is of the layer, not of tuning.
  *
- *   wsbench-c --workload W1..W6 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]
+ *   wsbench-c --workload W1..W7 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]
  *             [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM]
+ *             [--hold S] [--ping-interval S] [--event-lib poll|ev]
+ *
+ * W7 (scale): open --connections (default 10,000; at most --inflight handshakes at a time,
+ * default 100), hold them --hold seconds (default 45) with keep-alive pings every
+ * --ping-interval seconds (default 20; 0: none), then close them all; reports the open and
+ * close times per 1,000, RSS per connection, the CPU used while holding and connections
+ * lost meanwhile. Its time limit defaults to --hold + 120 s, as wsbench's does.
+ *
+ * --event-lib ev runs lws on its libev plugin (libwebsockets-evlib-ev) over an epoll loop of
+ * this program's, as WebSocketStreams runs it, instead of lws's own poll() (the default).
+ * With thousands of connections that is most of the cost: every poll() pass is O(sockets).
+ * libev is loaded at run time (the plugin needs it anyway), so the build line stays as is.
  *
  * wss:// verifies the server's certificate chain and host name (never skipped). Trust is
  * the system's CAs, which lws loads through OpenSSL's default verify paths, so
@@ -20,24 +32,27 @@
  *
  * Prints one JSON line, like wsbench.
  */
+#include <dlfcn.h>
 #include <libwebsockets.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SEND_LIMIT (128 * 1024 + 64)
 
-enum workload { W1 = 1, W2, W3, W4, W5, W6 };
+enum workload { W1 = 1, W2, W3, W4, W5, W6, W7 };
 
 static struct {
 	enum workload workload;
 	const char *url;
 	long count, size, inflight, connections;
 	double time_limit;
+	double hold, ping_interval;  /* W7 */
 	char host[256], path[1024];
 	int port;
 	int secure;                  /* wss:// */
@@ -50,13 +65,55 @@ static struct {
 	unsigned char *buffer;       /* LWS_PRE + payload */
 	unsigned char *payload;      /* the message's bytes; lws masks `buffer` in place */
 	struct lws_context *context;
+	/* W7 */
+	struct lws **established;    /* by slot (the order they opened in); NULL once closed */
+	long ended;                  /* established connections closed, for any reason */
+	long lost;                   /* ... of those, the ones that ended while not asked to */
+	int closing;                 /* asked every connection to close */
+	long *ping_order;            /* ring of slots, in the order their pings fall due */
+	long ping_head, ping_count;
 } b;
 
 struct per_connection {
 	double sent_at;
 	long outstanding;
 	long received_bytes;         /* of the message being received */
+	long slot;                   /* W7: in b.established, once open */
+	int is_established;
+	double ping_due;             /* W7 */
+	int ping_wanted, awaiting_pong;
 };
+
+/* --event-lib ev: the few libev calls used, found in libev.so.4 at run time; loop is NULL
+ * when lws serves its own poll(). */
+#define EV_BACKEND_EPOLL 0x4u        /* ev.h's EVBACKEND_EPOLL */
+#define EV_RUN_ONCE 2                /* ev.h's EVRUN_ONCE */
+static struct {
+	void *loop;
+	void *(*loop_new)(unsigned int flags);
+	int (*run)(void *loop, int flags);
+	void (*loop_destroy)(void *loop);
+} ev;
+
+static int load_libev(void) {
+	void *library = dlopen("libev.so.4", RTLD_NOW);
+	if (!library) { fprintf(stderr, "--event-lib ev: %s\n", dlerror()); return -1; }
+	*(void **)&ev.loop_new = dlsym(library, "ev_loop_new");
+	*(void **)&ev.run = dlsym(library, "ev_run");
+	*(void **)&ev.loop_destroy = dlsym(library, "ev_loop_destroy");
+	if (!ev.loop_new || !ev.run || !ev.loop_destroy) { fprintf(stderr, "--event-lib ev: libev lacks ev_run\n"); return -1; }
+	ev.loop = ev.loop_new(EV_BACKEND_EPOLL);
+	if (!ev.loop) { fprintf(stderr, "--event-lib ev: no epoll loop\n"); return -1; }
+	return 0;
+}
+
+/* One pass of whichever loop runs lws: waits for events, handles them; < 0 when lws failed.
+ * lws_cancel_service wakes either (lws watches its eventfd in both). */
+static int service(void) {
+	if (!ev.loop) return lws_service(b.context, 0);
+	ev.run(ev.loop, EV_RUN_ONCE);
+	return 0;
+}
 
 static double now(void) {
 	struct timespec ts;
@@ -71,6 +128,23 @@ static long rss_kb(void) {
 	if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
 	fclose(f);
 	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* User plus system CPU time this process has used, in seconds. */
+static double cpu_seconds(void) {
+	struct rusage usage;
+	if (getrusage(RUSAGE_SELF, &usage)) return 0;
+	return (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6 +
+	       (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec / 1e6;
+}
+
+/* Raises the soft limit on open descriptors to the hard one (W5 and W7 open thousands of
+ * sockets), before the context is made: lws sizes its descriptor tables by it. */
+static void raise_descriptor_limit(void) {
+	struct rlimit limit;
+	if (getrlimit(RLIMIT_NOFILE, &limit) || limit.rlim_cur >= limit.rlim_max) return;
+	limit.rlim_cur = limit.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 static int compare_double(const void *a, const void *b2) {
@@ -95,11 +169,67 @@ static int write_message(struct lws *wsi, int binary, long length) {
 	return lws_write(wsi, b.buffer + LWS_PRE, (size_t)length, binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
 }
 
+/* W7's keep-alive: one lws timer for every connection, not one each. lws 4.1 keeps its
+ * timers in one sorted linked list, and a timer armed later than the others (the usual
+ * case: a ping an interval from now) walks the whole list to its end, so a timer per
+ * connection costs O(connections) at every arming. lws's own validity pings
+ * (lws_retry_bo_t's secs_since_valid_ping, rearmed by every pong) did: at 8,000 connections,
+ * 83% of the CPU was that walk (perf); lws_set_timer_usecs arms the same list. Every
+ * connection pings at the same interval, so the order their pings fall due in is the order
+ * they were last pinged in: a ring of them, whose head the one timer is armed for. A
+ * connection whose last ping is still unanswered when the next is due is dropped (wsbench
+ * drops one whose pong is 10 s late). W7 connections also opt out of lws's validity timer
+ * (the context's default policy pings after 300 s), which every pong would rearm. */
+static const lws_retry_bo_t no_validity_timer; /* secs_since_valid_hangup 0: none */
+static lws_sorted_usec_list_t ping_timer;
+static void pings_due(lws_sorted_usec_list_t *sul);
+
+/* Arms the timer for the first connection in the ring still open (dropping closed ones). */
+static void arm_ping_timer(void) {
+	while (b.ping_count) {
+		struct lws *wsi = b.established[b.ping_order[b.ping_head]];
+		if (wsi) {
+			struct per_connection *pc = (struct per_connection *)lws_wsi_user(wsi);
+			double wait = pc->ping_due - now();
+			lws_sul_schedule(b.context, 0, &ping_timer, pings_due, (lws_usec_t)(wait > 0 ? wait * 1e6 : 0));
+			return;
+		}
+		b.ping_head = (b.ping_head + 1) % b.connections;
+		b.ping_count--;
+	}
+}
+
+static void ping_later(long slot, struct per_connection *pc, double at) {
+	pc->ping_due = at + b.ping_interval;
+	b.ping_order[(b.ping_head + b.ping_count++) % b.connections] = slot;
+	if (b.ping_count == 1) arm_ping_timer();
+}
+
+/* The timer: asks every connection whose ping is due to write it; rearms for the next. */
+static void pings_due(lws_sorted_usec_list_t *sul) {
+	(void)sul;
+	double t = now();
+	while (b.ping_count) {
+		long slot = b.ping_order[b.ping_head];
+		struct lws *wsi = b.established[slot];
+		struct per_connection *pc = wsi ? (struct per_connection *)lws_wsi_user(wsi) : NULL;
+		if (pc && pc->ping_due > t) break;
+		b.ping_head = (b.ping_head + 1) % b.connections;
+		b.ping_count--;
+		if (!pc) continue; /* closed */
+		pc->ping_wanted = 1;
+		lws_callback_on_writable(wsi);
+		ping_later(slot, pc, t);
+	}
+	arm_ping_timer();
+}
+
 static int done(void) {
 	switch (b.workload) {
 	case W1: case W2: case W3: case W4: return b.completed >= b.count;
 	case W5: return b.open + b.failed >= b.connections;
 	case W6: return b.completed >= b.count * b.connections;
+	case W7: return 0; /* run_scale runs W7's steps and decides when each is done */
 	}
 	return 1;
 }
@@ -116,6 +246,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 	struct per_connection *pc = (struct per_connection *)user;
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		if (b.workload == W7) {
+			pc->slot = b.open;
+			pc->is_established = 1;
+			b.established[pc->slot] = wsi;
+			if (b.ping_interval > 0) ping_later(pc->slot, pc, now());
+		}
 		b.open++;
 		if (!b.start) b.start = now();
 		if (b.workload == W1 || b.workload == W2 || b.workload == W3)
@@ -153,6 +289,22 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 				b.sent++;
 			}
 			break;
+		case W7:
+			/* Asked to close: lws sends close 1000 and waits for the server's close. */
+			if (b.closing) {
+				lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+				return -1;
+			}
+			if (pc->ping_wanted) {
+				unsigned char ping[LWS_PRE + 8]; /* lws masks it in place */
+				double sent = now();
+				pc->ping_wanted = 0;
+				if (pc->awaiting_pong) return -1; /* unanswered for a whole interval */
+				memcpy(ping + LWS_PRE, &sent, 8);
+				if (lws_write(wsi, ping + LWS_PRE, 8, LWS_WRITE_PING) < 0) return -1;
+				pc->awaiting_pong = 1;
+			}
+			break;
 		default:
 			break;
 		}
@@ -179,8 +331,17 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		}
 		finish_if_done();
 		break;
+	case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
+		if (pc) pc->awaiting_pong = 0;
+		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:
 		b.closed++;
+		if (pc && pc->is_established) {
+			pc->is_established = 0;
+			if (b.established) b.established[pc->slot] = NULL;
+			b.ended++;
+			if (!b.closing) b.lost++;
+		}
 		break;
 	default:
 		break;
@@ -201,9 +362,39 @@ static void time_limit_reached(int signal_number) {
 	if (b.context) lws_cancel_service(b.context);
 }
 
+/* Wakes the service loop (lws_cancel_service again): at the end of W7's hold, and with
+ * --event-lib ev every second. lws 4.1's libev plugin runs lws's own timers (W7's pings
+ * among them) only from its one libev timer or after I/O, and cannot move that timer earlier
+ * while it is armed (ev_timer_start on an active watcher does nothing): pings due after 5 s
+ * went out after about 30 s (measured). Once a second, as WebSocketStreams' loops do,
+ * bounds that lateness. */
+static void wake(int signal_number) {
+	(void)signal_number;
+	if (b.context) lws_cancel_service(b.context);
+}
+
+/* Raises SIGUSR1 (wake) `first` seconds from now, then every `period` seconds (0: once). */
+static void start_wake_timer(double first, double period) {
+	struct sigevent event;
+	memset(&event, 0, sizeof event);
+	event.sigev_notify = SIGEV_SIGNAL;
+	event.sigev_signo = SIGUSR1;
+	timer_t timer;
+	if (timer_create(CLOCK_MONOTONIC, &event, &timer)) return;
+	struct itimerspec when;
+	memset(&when, 0, sizeof when);
+	if (first < 1e-9) first = 1e-9; /* 0 would disarm it */
+	when.it_value.tv_sec = (time_t)first;
+	when.it_value.tv_nsec = (long)((first - (double)(time_t)first) * 1e9);
+	when.it_interval.tv_sec = (time_t)period;
+	when.it_interval.tv_nsec = (long)((period - (double)(time_t)period) * 1e9);
+	timer_settime(timer, 0, &when, NULL);
+}
+
 static void usage(void) {
-	fprintf(stderr, "usage: wsbench-c --workload W1..W6 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]"
-		" [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM]\n");
+	fprintf(stderr, "usage: wsbench-c --workload W1..W7 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]"
+		" [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM] [--hold S] [--ping-interval S]"
+		" [--event-lib poll|ev]\n");
 	exit(2);
 }
 
@@ -238,9 +429,86 @@ static int parse_url(const char *url) {
 	return b.port > 0 && b.port < 65536 ? 0 : -1;
 }
 
+/* Starts one connection; 0 when lws refused to start it. */
+static int connect_one(void) {
+	struct lws_client_connect_info ci;
+	memset(&ci, 0, sizeof ci);
+	ci.context = b.context;
+	ci.address = b.host;
+	ci.port = b.port;
+	ci.path = b.path;
+	ci.host = b.host;
+	ci.origin = b.host;
+	ci.protocol = NULL;
+	ci.local_protocol_name = "wsbench-c";
+	ci.ietf_version_or_minus_one = -1;
+	/* Chain and host name are both verified: no LCCSCF_ALLOW_* flag. */
+	ci.ssl_connection = b.secure ? LCCSCF_USE_SSL : 0;
+	if (b.workload == W7) ci.retry_and_idle_policy = &no_validity_timer;
+	return lws_client_connect_via_info(&ci) != NULL;
+}
+
+/* W7, like wsbench's ScaleWorkload: open (at most --inflight handshakes at a time, topped
+ * up after every service pass), hold, close; prints the JSON line and returns ok. */
+static int run_scale(void) {
+	if (b.connections < 1) b.connections = 1;
+	long target = b.connections, started = 0;
+	long window = b.inflight > 0 ? b.inflight : 1;
+	b.established = calloc((size_t)target, sizeof *b.established);
+	b.ping_order = calloc((size_t)target, sizeof *b.ping_order);
+	/* Resident before RSS is read. */
+	memset(b.established, 0, (size_t)target * sizeof *b.established);
+	memset(b.ping_order, 0, (size_t)target * sizeof *b.ping_order);
+
+	long rss_before = rss_kb();
+	double open_started = now();
+	while (!b.interrupted && b.open + b.failed < target) {
+		while (started < target && started - b.open - b.failed < window) {
+			started++;
+			if (!connect_one()) b.failed++;
+		}
+		if (b.open + b.failed >= target) break;
+		if (service() < 0) break;
+	}
+	double open_s = now() - open_started;
+	long rss_after = rss_kb();
+
+	/* Hold: nothing but keep-alive pings and their pongs. */
+	double cpu_before = cpu_seconds(), hold_started = now(), hold_end = hold_started + b.hold;
+	start_wake_timer(b.hold, 0);
+	while (!b.interrupted && now() < hold_end)
+		if (service() < 0) break;
+	double hold_s = now() - hold_started;
+	double cpu_held = cpu_seconds() - cpu_before;
+	long lost = b.lost;
+
+	/* Close every connection at once; done when the last one's close handshake is. */
+	double close_started = now();
+	b.closing = 1;
+	for (long slot = 0; slot < b.open; slot++)
+		if (b.established[slot]) lws_callback_on_writable(b.established[slot]);
+	while (!b.interrupted && b.ended < b.open)
+		if (service() < 0) break;
+	double close_s = now() - close_started;
+
+	double thousands = (double)(b.open > 1 ? b.open : 1) / 1000;
+	int ok = b.open == target && lost == 0 && b.ended == b.open && !b.interrupted;
+	if (lost) fprintf(stderr, "%ld connections ended while held\n", lost);
+	if (b.interrupted) fprintf(stderr, "time limit reached\n");
+	printf("{\"client\":\"raw-c\",\"workload\":\"W7\",\"ok\":%s,\"count\":%ld,\"completed\":%ld,\"elapsed_s\":%.6f",
+	       ok ? "true" : "false", target, b.open, open_s);
+	printf(",\"connections\":%ld,\"open_s\":%.6f,\"open_ms_per_1000\":%.6f,\"rss_per_conn_kb\":%.2f",
+	       b.open, open_s, open_s * 1000 / thousands,
+	       b.open ? (double)(rss_after - rss_before) / (double)b.open : 0.0);
+	printf(",\"hold_s\":%.6f,\"idle_cpu_pct\":%.3f,\"lost\":%ld,\"close_s\":%.6f,\"close_ms_per_1000\":%.6f}\n",
+	       hold_s, hold_s > 0 ? cpu_held / hold_s * 100 : 0.0, lost, close_s, close_s * 1000 / thousands);
+	return ok;
+}
+
 int main(int argc, char **argv) {
-	const char *workload = NULL;
-	b.count = -1; b.size = -1; b.inflight = 64; b.connections = -1; b.time_limit = 60;
+	const char *workload = NULL, *event_lib = "poll";
+	b.count = -1; b.size = -1; b.inflight = -1; b.connections = -1; b.time_limit = -1;
+	b.hold = 45; b.ping_interval = 20;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc) usage();
 		if (!strcmp(argv[i], "--workload")) workload = argv[++i];
@@ -251,16 +519,26 @@ int main(int argc, char **argv) {
 		else if (!strcmp(argv[i], "--connections")) b.connections = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--time-limit")) b.time_limit = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--ca-file")) b.ca_file = argv[++i];
+		else if (!strcmp(argv[i], "--hold")) b.hold = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--ping-interval")) b.ping_interval = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--event-lib")) event_lib = argv[++i];
 		else usage();
 	}
 	if (!workload || !b.url || strlen(workload) != 2 || workload[0] != 'W' || parse_url(b.url)) usage();
 	b.workload = (enum workload)(workload[1] - '0');
-	if (b.workload < W1 || b.workload > W6) usage();
-	static const long default_count[] = { 0, 20000, 100000, 50, 200000, 1000, 2000 };
-	static const long default_size[] = { 0, 32, 1024, 4 * 1024 * 1024, 128, 0, 128 };
+	if (b.workload < W1 || b.workload > W7) usage();
+	static const long default_count[] = { 0, 20000, 100000, 50, 200000, 1000, 2000, 10000 };
+	static const long default_size[] = { 0, 32, 1024, 4 * 1024 * 1024, 128, 0, 128, 0 };
 	if (b.count < 0) b.count = default_count[b.workload];
 	if (b.size < 0) b.size = default_size[b.workload];
-	if (b.connections < 0) b.connections = b.workload == W5 ? b.count : b.workload == W6 ? 100 : 1;
+	if (b.inflight < 0) b.inflight = b.workload == W7 ? 100 : 64;
+	if (b.connections < 0)
+		b.connections = b.workload == W5 || b.workload == W7 ? b.count : b.workload == W6 ? 100 : 1;
+	if (b.time_limit < 0) b.time_limit = b.workload == W7 ? b.hold + 120 : 60;
+	if (b.hold < 0 || b.ping_interval < 0) usage();
+	if (strcmp(event_lib, "poll") && strcmp(event_lib, "ev")) usage();
+	raise_descriptor_limit();
+	if (!strcmp(event_lib, "ev") && load_libev()) return 1;
 	if (b.workload == W1) b.rtt_us = calloc((size_t)b.count, sizeof(double));
 	b.buffer = malloc(LWS_PRE + (size_t)(b.size > 0 ? b.size : 1));
 	b.payload = malloc((size_t)(b.size > 0 ? b.size : 1));
@@ -282,32 +560,31 @@ int main(int argc, char **argv) {
 		 * verify paths, which honour SSL_CERT_FILE). */
 		info.client_ssl_ca_filepath = b.ca_file;
 	}
+	void *foreign_loops[1] = { ev.loop };
+	if (ev.loop) {
+		info.options |= LWS_SERVER_OPTION_LIBEV;
+		info.foreign_loops = foreign_loops;
+	}
 	b.context = lws_create_context(&info);
 	if (!b.context) { fprintf(stderr, "lws_create_context failed\n"); return 1; }
 
 	signal(SIGALRM, time_limit_reached);
+	signal(SIGUSR1, wake);
+	if (ev.loop) start_wake_timer(1, 1);
 	alarm((unsigned int)(b.time_limit + 0.999));
+	if (b.workload == W7) {
+		int ok = run_scale();
+		lws_context_destroy(b.context);
+		if (ev.loop) ev.loop_destroy(ev.loop);
+		return ok ? 0 : 1;
+	}
 	long rss_before = rss_kb();
 	double deadline = now() + b.time_limit;
 	double connect_started = now();
-	for (long c = 0; c < b.connections; c++) {
-		struct lws_client_connect_info ci;
-		memset(&ci, 0, sizeof ci);
-		ci.context = b.context;
-		ci.address = b.host;
-		ci.port = b.port;
-		ci.path = b.path;
-		ci.host = b.host;
-		ci.origin = b.host;
-		ci.protocol = NULL;
-		ci.local_protocol_name = "wsbench-c";
-		ci.ietf_version_or_minus_one = -1;
-		/* Chain and host name are both verified: no LCCSCF_ALLOW_* flag. */
-		ci.ssl_connection = b.secure ? LCCSCF_USE_SSL : 0;
-		if (!lws_client_connect_via_info(&ci)) b.failed++;
-	}
+	for (long c = 0; c < b.connections; c++)
+		if (!connect_one()) b.failed++;
 	while (!b.interrupted && now() < deadline)
-		if (lws_service(b.context, 0) < 0) break;
+		if (service() < 0) break;
 	if (!b.end) b.end = now();
 	double elapsed = b.workload == W5 ? b.end - connect_started : (b.start ? b.end - b.start : 0);
 	long rss_after = rss_kb();
@@ -334,8 +611,11 @@ int main(int argc, char **argv) {
 		printf(",\"open_s\":%.6f,\"rss_per_conn_kb\":%.2f", elapsed,
 		       b.open ? (double)(rss_after - rss_before) / (double)b.open : 0.0);
 		break;
+	case W7: /* run_scale printed its own */
+		break;
 	}
 	printf("}\n");
 	lws_context_destroy(b.context);
+	if (ev.loop) ev.loop_destroy(ev.loop);
 	return ok ? 0 : 1;
 }
