@@ -63,6 +63,11 @@ struct DocumentationSnippet: Equatable {
         let prices = Prices()
         struct User: Sendable, Identifiable { let id: String }
         let user: User? = nil
+        let jpegData = Data()
+        struct OrderBook { func apply(_ batch: [WebSocketMessage]) {} }
+        let book = OrderBook()
+        struct Subscribe: Encodable { var op = "subscribe"; var channel: String }
+        struct Trade: Decodable { var price: Double; var size: Double }
         struct UserSession: RunUntilCancelled {
             init(_ user: User) {}
             init(user: User) {}

@@ -33,27 +33,22 @@ package struct DeflateOffer: Sendable, Hashable {
         return value
     }
 
-    /// Checks the parameters a server answered with against this offer, and settles what
-    /// this client does (RFC 7692 section 7.1):
-    /// - `client_max_window_bits` may narrow the client's window, never widen it past the
-    ///   value offered;
-    /// - `server_max_window_bits` may come unasked, and when asked for, never with a larger value;
+    /// Settles what this client does under the server's answer (RFC 7692 section 7.1). The
+    /// answer was already checked for parameters RFC 7692 does not define, repeated ones and
+    /// values outside 8...15 (``DeflateParameters/init(negotiating:)``); beyond that, this
+    /// side is lenient where leniency costs nothing:
+    /// - this client compresses with the smaller of the window it offered and the one the
+    ///   server answered: a window larger than offered (the Autobahn fuzzing server answers
+    ///   `client_max_window_bits=15` to an offer of 9) cannot make the server's decoding fail
+    ///   when this side keeps to the smaller one;
+    /// - `server_max_window_bits` and `server_no_context_takeover` are taken as answered,
+    ///   asked for or not, larger or not: this client decodes with a 15-bit window and
+    ///   follows the server's context takeover (libwebsockets ignores the window asked for);
     /// - `client_no_context_takeover` offered holds whether or not the server repeats it.
-    ///
-    /// A server that leaves out `server_max_window_bits` or `server_no_context_takeover` asked
-    /// for (libwebsockets ignores the first) is accepted: RFC 7692 says it should have
-    /// repeated them, but what they save is the server's own memory, and this client decodes
-    /// any window. The server's messages are then decoded with its window kept.
-    func settle(_ answer: DeflateParameters) throws(DeflateParameters.Failure) -> DeflateParameters {
+    func settle(_ answer: DeflateParameters) -> DeflateParameters {
         var settled = answer
         if let offered = clientMaxWindowBits {
-            if answer.answeredClientWindowBits, answer.clientMaxWindowBits > offered {
-                throw .exceedsOffer(parameter: "client_max_window_bits", offered: offered, answered: answer.clientMaxWindowBits)
-            }
-            if !answer.answeredClientWindowBits { settled.clientMaxWindowBits = offered }
-        }
-        if let offered = serverMaxWindowBits, answer.answeredServerWindowBits, answer.serverMaxWindowBits > offered {
-            throw .exceedsOffer(parameter: "server_max_window_bits", offered: offered, answered: answer.serverMaxWindowBits)
+            settled.clientMaxWindowBits = answer.answeredClientWindowBits ? min(offered, answer.clientMaxWindowBits) : offered
         }
         if clientNoContextTakeover { settled.clientNoContextTakeover = true }
         return settled

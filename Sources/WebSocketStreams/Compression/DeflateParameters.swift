@@ -69,9 +69,9 @@ package struct DeflateParameters: Sendable, Hashable {
         }
     }
 
-    /// Reads the server's answer and checks it against `offer` (see ``DeflateOffer/settle(_:)``).
+    /// Reads the server's answer and settles it with `offer` (see ``DeflateOffer/settle(_:)``).
     init(negotiating extensionsHeader: String, offer: DeflateOffer) throws(Failure) {
-        self = try offer.settle(DeflateParameters(negotiating: extensionsHeader))
+        self = offer.settle(try DeflateParameters(negotiating: extensionsHeader))
     }
 
     /// The window size a `*_max_window_bits` parameter carries: 1*DIGIT, no leading zero, 8...15.
@@ -105,8 +105,6 @@ package struct DeflateParameters: Sendable, Hashable {
         case missingValue(parameter: String)
         /// A `*_max_window_bits` value that is not a decimal 8...15 without leading zeros.
         case invalidValue(parameter: String, value: String)
-        /// A window larger than the one offered.
-        case exceedsOffer(parameter: String, offered: Int, answered: Int)
 
         var description: String {
             switch self {
@@ -120,8 +118,6 @@ package struct DeflateParameters: Sendable, Hashable {
             case .missingValue(let name): "permessage-deflate: parameter '\(name)' needs a value"
             case .invalidValue(let name, let value):
                 "permessage-deflate: invalid value '\(value)' for '\(name)' (expected 8 to 15)"
-            case .exceedsOffer(let name, let offered, let answered):
-                "permessage-deflate: the server answered \(name)=\(answered), larger than the \(offered) offered"
             }
         }
     }

@@ -16,12 +16,14 @@
 /// ```
 ///
 /// The server decides: it may decline compression (messages then go uncompressed) or
-/// accept it with stricter settings than those offered. An answer that breaks the offer
-/// (a parameter RFC 7692 does not define, one repeated, a window larger than asked for or
-/// out of 8...15) fails the connection with ``WebSocketError/connectionFailed(_:)`` saying
-/// which rule it broke (RFC 7692 section 7). A server that ignores ``serverMaxWindowBits``
-/// or ``serverNoContextTakeover`` is accepted (libwebsockets ignores the window): they only
-/// save the server's memory.
+/// accept it with other settings. An answer RFC 7692 section 7 does not allow (an extension
+/// or a parameter that was not offered or that it does not define, one repeated, a window
+/// outside 8...15, `server_max_window_bits` without a value) fails the connection with
+/// ``WebSocketError/connectionFailed(_:)`` saying which rule it broke. Where leniency costs
+/// nothing it is lenient: a client window larger than offered is answered by compressing
+/// with the one offered, and a server that ignores ``serverMaxWindowBits`` or
+/// ``serverNoContextTakeover`` is accepted (libwebsockets ignores the window): they only save
+/// the server's memory, and this client decodes any window.
 ///
 /// A message is compressed only when it is at least ``threshold`` bytes long and its `send`
 /// did not opt out (``WebSocket/send(_:compress:)``): compress nothing a secret sits in
