@@ -2,8 +2,9 @@
 /// and without permessage-deflate (``MessageInflater``).
 ///
 /// Input layout: a flags byte (bit 0: compression negotiated; bit 1: the server uses no
-/// context takeover; bit 2: a small message limit instead of 64 KiB), the small limit's
-/// byte (the limit is 8 times it), a ``ChunkPlan``, then the bytes a server sends.
+/// context takeover; bit 2: a small message limit instead of 64 KiB; bit 3: at most 1-16
+/// frames per message instead of no limit), the small limits' byte (the size limit is 8
+/// times it, the fragment limit 1 + it modulo 16), a ``ChunkPlan``, then the bytes a server sends.
 ///
 /// The stream is read three ways: in one piece, in the planned chunks, and in the planned
 /// chunks with `stopAfterMessage` (the transport's way, re-reading what a call left).
@@ -15,16 +16,18 @@ private struct FramesSetup {
     var compression: Bool
     var parameters = DeflateParameters()
     var maxMessageSize: Int
+    var maxFragments: Int
 
     init(flags: UInt8, limitByte: UInt8) {
         compression = flags & 1 != 0
         parameters.serverNoContextTakeover = flags & 2 != 0
         maxMessageSize = flags & 4 != 0 ? Int(limitByte) * 8 : 1 << 16
+        maxFragments = flags & 8 != 0 ? Int(limitByte % 16) + 1 : .max
     }
 
     func makeAssembler() -> MessageAssembler {
         MessageAssembler(
-            maxMessageSize: maxMessageSize,
+            maxMessageSize: maxMessageSize, maxFragments: maxFragments,
             inflater: compression ? MessageInflater(parameters: parameters) : nil
         )
     }

@@ -29,7 +29,8 @@ library=(
     Protocol/MessageDecompressor.swift Protocol/PayloadArena.swift Protocol/ProtocolFailure.swift
     Protocol/UTF8Validator.swift
     Proxy/ProxyAddress.swift Proxy/ProxyEnvironment.swift Proxy/SOCKS5Handshake.swift
-    Compression/DeflateParameters.swift Compression/MessageDeflater.swift Compression/MessageInflater.swift
+    Compression/DeflateOffer.swift Compression/DeflateParameters.swift Compression/MessageDeflater.swift
+    Compression/MessageInflater.swift Compression/WebSocketCompression.swift
     TLS/Crypto.swift
     WebSocketCloseCode.swift WebSocketError.swift WebSocketErrorCode.swift WebSocketMessage.swift WebSocketURL.swift
 )
