@@ -15,7 +15,7 @@ DOCS_DIR := $(CURDIR)/.build/docs
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench bench-alloc bench-w3-crosscheck conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench bench-alloc bench-w7 bench-w3-crosscheck conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -109,6 +109,16 @@ bench: deps
 		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py" \
 		--peer ours-batches="$$($(SWIFT) build -c release --show-bin-path)/wsbench --batches"
 	$(MAKE) bench-alloc
+
+## bench-w7: only the W7 scale runs of bench (ours and raw C, 1,000 and 10,000 connections,
+## 20 s and 5 s pings), their section of BENCHMARKS.md replaced
+bench-w7: deps
+	$(SWIFT) build -c release --product wsbench
+	$(SWIFT) build -c release --product TestServer
+	mkdir -p .build/bench
+	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
+	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
+		--wsbench-c .build/bench/wsbench-c --out BENCHMARKS.md --only-w7
 
 ## bench-w3-crosscheck: W3 against a plain libwebsockets echo server in C (Benchmarks/echo-server-c)
 ## instead of TestServer, for ours, ours on the loop executor, raw C and picows: whether a W3

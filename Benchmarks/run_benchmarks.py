@@ -467,6 +467,29 @@ def scale_section(args, workdir):
             *rows, ""]
 
 
+def replace_scale_section(args):
+    """`--only-w7`: runs W7 and writes its section into --out, replacing the one there."""
+    workdir = tempfile.mkdtemp(prefix="wsbench-")
+    try:
+        lines = scale_section(args, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    lines[2] += f" Run on its own (`make bench-w7`), {datetime.date.today().isoformat()}, load average before: " \
+                + ", ".join(f"{load:.2f}" for load in os.getloadavg()) + "."
+    text = open(args.out).read() if os.path.exists(args.out) else ""
+    section = "\n".join(lines) + "\n"
+    start = text.find("## Many connections (W7)")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
+    else:
+        text = text.rstrip() + "\n\n" + section
+    with open(args.out, "w") as out:
+        out.write(text)
+    print("\n".join(lines))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin", required=True, help="release build folder with wsbench and TestServer")
@@ -477,6 +500,8 @@ def main():
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--w7-connections", type=int, default=10000,
                         help="the larger W7 scale (the smaller is 1,000); 0 skips W7")
+    parser.add_argument("--only-w7", action="store_true",
+                        help="run W7 only, and put its section into --out in place of the one there (or at its end)")
     parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
                         help="also run every workload over wss:// (default: on; --no-tls for ws:// only)")
     parser.add_argument("--peer", action="append", type=parse_peer, default=[], metavar="NAME=COMMAND",
@@ -484,6 +509,8 @@ def main():
                              "(repeatable), e.g. --peer picows='venv/bin/python Benchmarks/peers/picows/wsbench_picows.py'")
     args = parser.parse_args()
     args.peers = dict(args.peer)
+    if args.only_w7:
+        return replace_scale_section(args)
 
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="wsbench-")
