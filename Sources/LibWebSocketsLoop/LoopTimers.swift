@@ -29,9 +29,6 @@ package struct LoopTimers {
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
-    /// How many sockets have a deadline.
-    package var armedCount: Int { armed.count }
-
     /// Sets `key`'s deadline (monotonic nanoseconds), replacing any it had.
     package mutating func arm(_ key: OpaquePointer, at deadline: UInt64) {
         nextToken &+= 1

@@ -48,7 +48,8 @@ package struct DeflateOffer: Sendable, Hashable {
     func settle(_ answer: DeflateParameters) -> DeflateParameters {
         var settled = answer
         if let offered = clientMaxWindowBits {
-            settled.clientMaxWindowBits = answer.answeredClientWindowBits ? min(offered, answer.clientMaxWindowBits) : offered
+            // Unanswered, the window is 15, so the smaller is always the one offered.
+            settled.clientMaxWindowBits = min(offered, answer.clientMaxWindowBits)
         }
         if clientNoContextTakeover { settled.clientNoContextTakeover = true }
         return settled

@@ -14,10 +14,6 @@ package struct DeflateParameters: Sendable, Hashable {
     var clientMaxWindowBits = 15
     /// The largest LZ77 window the server compresses with, in bits.
     var serverMaxWindowBits = 15
-    /// Whether the answer carried `client_max_window_bits` (else the offer or 15 applies).
-    var answeredClientWindowBits = false
-    /// Whether the answer carried `server_max_window_bits`.
-    var answeredServerWindowBits = false
 
     /// The name of the extension, as registered with IANA.
     static let extensionName = "permessage-deflate"
@@ -59,10 +55,8 @@ package struct DeflateParameters: Sendable, Hashable {
                 clientNoContextTakeover = true
             case "server_max_window_bits":
                 serverMaxWindowBits = try Self.windowBits(of: parameter)
-                answeredServerWindowBits = true
             case "client_max_window_bits":
                 clientMaxWindowBits = try Self.windowBits(of: parameter)
-                answeredClientWindowBits = true
             default:
                 throw .unknownParameter(parameter.name)
             }
