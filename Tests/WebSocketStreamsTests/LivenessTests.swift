@@ -6,35 +6,45 @@ import Testing
 @testable import WebSocketStreams
 import WebSocketTestServer
 
-/// Counts the keep-alive pings a connection sends.
+/// Counts the keep-alive pings a connection sends, and when each went out.
 private final class PingCounter: Sendable {
-    private let count = Atomic<Int>(0)
-    var value: Int { count.load(ordering: .relaxed) }
+    private let sent = AnnotatedMutex<[ContinuousClock.Instant]>([])
+    var value: Int { sent.withLock { $0.count } }
+    var times: [ContinuousClock.Instant] { sent.withLock { $0 } }
     func observe(_ configuration: inout WebSocketConfiguration) {
         configuration.wireEventObserver = { [self] event in
-            if event.kind == .pingSent { count.add(1, ordering: .relaxed) }
+            if event.kind == .pingSent {
+                let now = ContinuousClock.now
+                sent.withLock { $0.append(now) }
+            }
         }
     }
 }
 
-/// Sends `rounds` messages, `every` apart, each answered before the next; returns the
-/// longest time the connection went without receiving anything (a loaded machine may
-/// stretch the pauses).
-private func chat(
-    _ connection: WebSocket, rounds: Int, every: Duration, since opened: ContinuousClock.Instant
-) async throws -> Duration {
+/// Sends `rounds` messages, `every` apart, each answered before the next; returns when
+/// each was sent.
+private func chat(_ connection: WebSocket, rounds: Int, every: Duration) async throws -> [ContinuousClock.Instant] {
     var replies = connection.messages.makeAsyncIterator()
-    var lastReceived = opened
-    var longestSilence = Duration.zero
+    var sent: [ContinuousClock.Instant] = []
     for round in 0..<rounds {
+        sent.append(ContinuousClock.now)
         try await connection.send(.text("round \(round)"))
         #expect(await replies.next() == .text("round \(round)"))
-        let now = ContinuousClock.now
-        longestSilence = max(longestSilence, now - lastReceived)
-        lastReceived = now
         try await Task.sleep(for: every)
     }
-    return longestSilence
+    return sent
+}
+
+/// The earliest moment an `.idle` ping may go out at `ping`: an interval after the last
+/// thing the connection could have received. The reply to the last message sent before the
+/// ping may still be on its way, but the one before it arrived after it was sent; before
+/// two messages, the handshake response, after `opened`.
+private func earliestIdlePing(
+    at ping: ContinuousClock.Instant, sends: [ContinuousClock.Instant], opened: ContinuousClock.Instant,
+    interval: Duration
+) -> ContinuousClock.Instant {
+    let before = sends.filter { $0 < ping }
+    return (before.count >= 2 ? before[before.count - 2] : opened) + interval
 }
 
 @Suite("Liveness modes against the test server: idle and periodic pings, an application heartbeat, TCP settings")
@@ -50,14 +60,17 @@ struct LivenessTests {
                 pings.observe(&configuration)
                 let connecting = ContinuousClock.now
                 let connection = try await WebSocket.connect(to: server.url(), configuration: configuration)
-                let longestSilence = try await chat(connection, rounds: 12, every: .milliseconds(50), since: connecting)
+                let sends = try await chat(connection, rounds: 12, every: .milliseconds(50))
                 #expect(connection.error == nil)
                 await connection.close()
                 if mode == .idle {
-                    // A ping is due only after 150 ms without anything received; a loaded
-                    // machine may stretch a pause that long, and then one is allowed.
-                    if longestSilence < .milliseconds(150) {
-                        #expect(pings.value == 0, "idle mode pinged a busy connection")
+                    // Replies come every 50 ms or so; a ping is due only after 150 ms without
+                    // one. A loaded machine may stretch a pause that long, and then a ping is
+                    // allowed, but never sooner than 150 ms after the last possible reply.
+                    for ping in pings.times {
+                        let earliest = earliestIdlePing(
+                            at: ping, sends: sends, opened: connecting, interval: .milliseconds(150))
+                        #expect(ping >= earliest, "idle mode pinged \(earliest - ping) before 150 ms of silence")
                     }
                 } else {
                     #expect(pings.value >= 2, "periodic mode sent \(pings.value) pings in 600 ms at 150 ms")
