@@ -52,6 +52,9 @@ public final class WebSocket: Sendable {
     /// termination is the connection's teardown. Each access returns a new stream over the
     /// same messages; a stream that is never iterated has no effect.
     public var messages: AsyncStream<WebSocketMessage> {
+        precondition(
+            !connection.configuration.streamsIncomingMessages,
+            "this connection streams its messages (streamsIncomingMessages): read them through messageStreams")
         let iteration = MessageIteration(connection: connection)
         return AsyncStream(unfolding: { await iteration.next() })
     }

@@ -139,6 +139,11 @@ extension WebSocketError {
         WebSocketError(code: .invalidConfiguration, reason: reason)
     }
 
+    /// A message given to send cannot be sent as it is; `reason` says why.
+    public static func invalidMessage(_ reason: String) -> WebSocketError {
+        WebSocketError(code: .invalidMessage, reason: reason)
+    }
+
     /// A ``ReconnectingWebSocket``'s send queue is full (``ReconnectPolicy/maxQueuedMessages``
     /// messages or ``ReconnectPolicy/maxQueuedBytes`` bytes wait for a connection); the
     /// message was not queued.
@@ -188,6 +193,7 @@ extension WebSocketError: CustomStringConvertible {
         case .invalidConfiguration: "invalid configuration: \(reason ?? "?")"
         case .sendQueueFull: "send queue full (\(reason ?? "")); the message was not queued"
         case .undecodableMessage: "\(reason ?? "a message did not decode"); closed with 1007"
+        case .invalidMessage: "invalid message: \(reason ?? "?")"
         default: reason.map { "\(code): \($0)" } ?? "\(code)"
         }
     }

@@ -7,7 +7,7 @@ extension WebSocketError {
         private enum Kind: String, Hashable, Sendable {
             case invalidURL, connectionFailed, timedOut, tlsFailure, handshakeRejected, proxyRejected
             case closed, protocolViolation, messageTooLarge, pongTimeout, invalidConfiguration, sendQueueFull
-            case undecodableMessage
+            case undecodableMessage, invalidMessage
         }
 
         private let kind: Kind
@@ -51,6 +51,10 @@ extension WebSocketError {
         /// (the socket was closed with 1007). Context: ``WebSocketError/reason`` (the decoder's
         /// words and the start of the message).
         public static let undecodableMessage = Code(.undecodableMessage)
+        /// A message given to send cannot be sent as it is: the pieces of a streamed text
+        /// message (``WebSocket/send(streaming:as:)``) are not UTF-8. Context:
+        /// ``WebSocketError/reason``.
+        public static let invalidMessage = Code(.invalidMessage)
 
         /// The code's name, e.g. `handshakeRejected`.
         public var description: String { kind.rawValue }

@@ -58,6 +58,9 @@ enum ConfigurationValidator {
         guard configuration.maxFragmentsPerMessage > 0 else {
             throw .invalidConfiguration("maxFragmentsPerMessage must be positive")
         }
+        if let limit = configuration.maxStreamedMessageSize, limit <= 0 {
+            throw .invalidConfiguration("maxStreamedMessageSize must be positive (or nil for no limit)")
+        }
         guard configuration.maxRedirects >= 0 else {
             throw .invalidConfiguration("maxRedirects must not be negative")
         }

@@ -21,6 +21,7 @@ import Logging
 /// | ``tcpKeepalive`` / ``tcpUserTimeout`` | system | TCP keep-alive probes; how long unacknowledged data may wait (`TCP_USER_TIMEOUT`) |
 /// | ``maxMessageSize`` | 16 MiB | Larger incoming messages close the connection with 1009 |
 /// | ``maxFragmentsPerMessage`` | 131,072 | Incoming messages in more frames close the connection with 1009 |
+/// | ``streamsIncomingMessages`` / ``maxStreamedMessageSize`` | `false` / none | Deliver each message in pieces as it arrives (``WebSocket/messageStreams``), within its own limit |
 /// | ``maxBufferedMessages`` / ``maxBufferedBytes`` | 1,024 / 4 MiB | Unread messages held before reading pauses |
 /// | ``maxBufferedSendBytes`` | 1 MiB | Unwritten bytes after which `send` waits |
 /// | ``proxy`` | none | `.environment`, or an HTTP (CONNECT) or SOCKS5 proxy URL, e.g. `http://127.0.0.1:3128` |
@@ -131,6 +132,20 @@ public struct WebSocketConfiguration: Sendable {
     /// code ``WebSocketError/Code/messageTooLarge``, whose reason names this limit.
     /// The default, 131,072, is node ws's.
     public var maxFragmentsPerMessage = 131_072
+
+    /// Deliver each incoming message in pieces as it arrives, rather than gathered whole:
+    /// for messages too large to hold (file transfers, log tails, dumps). Read them through
+    /// ``WebSocket/messageStreams``; ``WebSocket/messages`` and
+    /// ``WebSocket/messageBatches`` cannot be used on such a connection (they stop the
+    /// program). ``maxStreamedMessageSize`` applies instead of ``maxMessageSize``; the
+    /// pieces count against ``maxBufferedMessages`` and ``maxBufferedBytes`` as messages
+    /// do, so a slow reader holds the peer back the same way. Default `false`.
+    public var streamsIncomingMessages = false
+
+    /// The largest incoming message accepted when ``streamsIncomingMessages`` is on, in
+    /// bytes (after decompression); a larger one closes the connection with 1009. `nil`
+    /// (the default): no limit, since a streamed message is never held whole.
+    public var maxStreamedMessageSize: Int?
 
     /// Unread messages buffered before the connection stops reading from the socket
     /// (the peer is then held back by TCP flow control). Reading resumes once the

@@ -13,6 +13,13 @@ extension ClientConnection {
         if writeSide.mayTryDirectWrite(startedAt: started), try writeDirectly(message) {
             return
         }
+        try await enqueue(message)
+    }
+
+    /// Queues `message` for the loop, waiting for room (and, unless it is a streamed
+    /// message's later piece, for a stream in progress to finish).
+    nonisolated(nonsending)
+    func enqueue(_ message: OutgoingMessage) async throws {
         switch machine.withLock({ $0.send(message) }) {
         case .accepted(let wake):
             if wake { self.wake() }

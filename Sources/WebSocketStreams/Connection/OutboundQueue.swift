@@ -7,6 +7,11 @@ import DequeModule
 /// `highWatermark` bytes wait, further senders are parked (their messages not yet
 /// accepted) and are let in, in order, once the loop thread has taken the queue
 /// below `highWatermark / 2`.
+///
+/// A message sent as a stream (``OutgoingMessage/Position``) holds the queue from its
+/// first piece to its last: no other message may go between its frames, so every other
+/// sender (and the loop's heartbeat) waits until the last piece is accepted. The
+/// stream's own pieces wait only for room, in a slot of their own.
 struct OutboundQueue {
     typealias Sender = UnsafeContinuation<Void, any Error>
 
@@ -26,24 +31,49 @@ struct OutboundQueue {
     private var parked = Deque<ParkedSender>()
     /// Senders cancelled before they parked; consulted when they try to park.
     private var cancelledBeforeParking = Set<UInt64>()
+    /// Whether a streamed message's first piece is accepted and its last is not yet.
+    private(set) var isHeldByStream = false
+    /// The streamed message's next piece, waiting for room.
+    private var parkedPiece: ParkedSender?
+    /// The loop's own messages (heartbeats) that came while a stream held the queue.
+    private var heldLoopMessages: [OutgoingMessage] = []
 
     init(highWatermark: Int) {
         self.highWatermark = max(1, highWatermark)
     }
 
     /// Senders waiting for room.
-    var parkedCount: Int { parked.count }
+    var parkedCount: Int { parked.count + (parkedPiece == nil ? 0 : 1) }
 
     /// Whether nothing waits to be written.
     var isEmpty: Bool { messages.isEmpty }
 
     /// Whether a new message must wait for room.
-    var isFull: Bool { !parked.isEmpty || bytes >= highWatermark }
+    var isFull: Bool { !parked.isEmpty || bytes >= highWatermark || isHeldByStream }
 
-    /// Accepts a message (the caller checked ``isFull``).
+    /// Whether `message` must wait: a streamed message's later pieces wait only for room;
+    /// everything else also waits for the senders before it and for a stream to finish.
+    func mustWait(_ message: OutgoingMessage) -> Bool {
+        message.position.startsMessage ? isFull : bytes >= highWatermark
+    }
+
+    /// Accepts a message (the caller checked ``mustWait(_:)``).
     mutating func append(_ message: OutgoingMessage) {
         messages.append(message)
         bytes += message.byteCount
+        switch message.position {
+        case .first: isHeldByStream = true
+        case .last:
+            isHeldByStream = false
+            for held in heldLoopMessages { append(held) }
+            heldLoopMessages = []
+        case .whole, .middle: break
+        }
+    }
+
+    /// Accepts a message of the loop's own, whatever the limit; behind a stream that holds the queue.
+    mutating func appendFromLoop(_ message: OutgoingMessage) {
+        if isHeldByStream { heldLoopMessages.append(message) } else { append(message) }
     }
 
     enum ParkResult {
@@ -57,11 +87,12 @@ struct OutboundQueue {
     /// Parks a sender whose message did not fit, unless it was cancelled or room appeared.
     mutating func park(id: UInt64, message: OutgoingMessage, continuation: Sender) -> ParkResult {
         if cancelledBeforeParking.remove(id) != nil { return .cancelled }
-        if !isFull {
+        if !mustWait(message) {
             append(message)
             return .accepted
         }
-        parked.append(ParkedSender(id: id, message: message, continuation: continuation))
+        let sender = ParkedSender(id: id, message: message, continuation: continuation)
+        if message.position.startsMessage { parked.append(sender) } else { parkedPiece = sender }
         return .parked
     }
 
@@ -70,6 +101,10 @@ struct OutboundQueue {
     mutating func cancel(id: UInt64) -> Sender? {
         if let index = parked.firstIndex(where: { $0.id == id }) {
             return parked.remove(at: index).continuation
+        }
+        if let piece = parkedPiece, piece.id == id {
+            parkedPiece = nil
+            return piece.continuation
         }
         cancelledBeforeParking.insert(id)
         return nil
@@ -90,7 +125,12 @@ struct OutboundQueue {
             bytes -= message.byteCount
             batch.append(message)
         }
-        while bytes <= lowWatermark, let sender = parked.popFirst() {
+        if bytes <= lowWatermark, let piece = parkedPiece {
+            parkedPiece = nil
+            append(piece.message)
+            admitted.append(piece.continuation)
+        }
+        while bytes <= lowWatermark, !isHeldByStream, let sender = parked.popFirst() {
             append(sender.message)
             admitted.append(sender.continuation)
         }
@@ -100,9 +140,11 @@ struct OutboundQueue {
     /// the parked senders to fail (their messages were never accepted, so not in `unsent`).
     mutating func drain() -> (unsent: [WebSocketMessage], parked: [Sender]) {
         let unsent = messages.map(\.message)
-        let senders = parked.map(\.continuation)
+        let senders = parked.map(\.continuation) + (parkedPiece.map { [$0.continuation] } ?? [])
         messages = []
         parked = []
+        parkedPiece = nil
+        heldLoopMessages = []
         bytes = 0
         cancelledBeforeParking = []
         return (unsent, senders)
@@ -111,8 +153,11 @@ struct OutboundQueue {
     /// Fails the parked senders (a close was requested) but keeps accepted messages,
     /// which are still written before the close frame.
     mutating func takeParkedSenders() -> [Sender] {
-        defer { parked = [] }
-        return parked.map(\.continuation)
+        defer {
+            parked = []
+            parkedPiece = nil
+        }
+        return parked.map(\.continuation) + (parkedPiece.map { [$0.continuation] } ?? [])
     }
 
     /// How many bytes the queue grew (negative: shrank) since the last call.

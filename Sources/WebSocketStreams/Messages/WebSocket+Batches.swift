@@ -16,6 +16,9 @@ extension WebSocket {
     /// }
     /// ```
     public var messageBatches: AsyncStream<[WebSocketMessage]> {
+        precondition(
+            !connection.configuration.streamsIncomingMessages,
+            "this connection streams its messages (streamsIncomingMessages): read them through messageStreams")
         let iteration = MessageIteration(connection: connection)
         return AsyncStream(unfolding: { await iteration.nextBatch() })
     }

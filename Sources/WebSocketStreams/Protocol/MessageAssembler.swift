@@ -16,7 +16,19 @@ import FoundationEssentials
 ///
 /// A whole unfragmented, uncompressed message that arrives in one chunk is built straight
 /// from that chunk: one copy, one allocation (none for short text).
+///
+/// Streamed (``Streaming``), a message is not gathered: each piece of payload is handed on
+/// as it arrives, as a `.message` event of the message's kind that is never empty (text
+/// pieces end on a code point boundary, up to 3 bytes carried to the next), and an empty
+/// one of the same kind ends the message. The size limit is the streamed one.
 package struct MessageAssembler {
+    /// How streamed messages are limited; `nil` gathers each message whole.
+    package struct Streaming: Sendable {
+        /// The largest message accepted (after decompression).
+        package var maxMessageSize: Int
+        package init(maxMessageSize: Int) { self.maxMessageSize = maxMessageSize }
+    }
+
     private enum Kind { case text, binary }
 
     /// The message being gathered from several frames (or several chunks).
@@ -24,6 +36,8 @@ package struct MessageAssembler {
         var kind: Kind
         var isCompressed: Bool
         var fragments = 1
+        /// Payload bytes handed on so far (streamed only).
+        var streamedBytes = 0
     }
 
     let maxMessageSize: Int
@@ -48,6 +62,10 @@ package struct MessageAssembler {
     private var control: [UInt8] = []
     /// Set after a close frame or a failure: later bytes are ignored.
     private(set) var isFinished = false
+    /// Set when messages are streamed rather than gathered.
+    let streaming: Streaming?
+    /// The end of a streamed text piece that stops inside a code point (at most 3 bytes).
+    private var carry: [UInt8] = []
 
     /// - Parameters:
     ///   - maxMessageSize: The largest message accepted, after decompression.
@@ -55,8 +73,13 @@ package struct MessageAssembler {
     ///     compression is off (then RSV1 is a protocol error).
     ///   - maxFragments: The most frames one message may come in (each costs work
     ///     however small: a limit keeps a peer from sending a message a byte per frame forever).
-    package init(maxMessageSize: Int, maxFragments: Int = .max, inflater: (any MessageDecompressor)? = nil) {
-        self.maxMessageSize = maxMessageSize
+    ///   - streaming: Hand each message on in pieces as it arrives, within its own limit.
+    package init(
+        maxMessageSize: Int, maxFragments: Int = .max, inflater: (any MessageDecompressor)? = nil,
+        streaming: Streaming? = nil
+    ) {
+        self.streaming = streaming
+        self.maxMessageSize = streaming?.maxMessageSize ?? maxMessageSize
         self.maxFragments = maxFragments
         self.inflater = inflater
     }
@@ -92,11 +115,14 @@ package struct MessageAssembler {
                     let eventsBefore = events.count
                     try consume(payload, endOfFrame: endOfFrame, into: &events)
                     if isFinished { return bytes.count }
-                    if events.count > eventsBefore, case .message(let message) = events[events.count - 1] {
+                    var reachedLimit = false
+                    for event in events[eventsBefore...] {
+                        guard case .message(let message) = event else { continue }
                         messages += 1
                         messageBytes += message.byteCount
-                        if messages >= messageLimit || messageBytes >= byteLimit { return bytes.count - input.count }
+                        reachedLimit = messages >= messageLimit || messageBytes >= byteLimit
                     }
+                    if reachedLimit { return bytes.count - input.count }
                 }
             }
         } catch {
@@ -129,11 +155,13 @@ package struct MessageAssembler {
             partial = Partial(kind: header.opcode == .text ? .text : .binary, isCompressed: header.isCompressed)
             validator = UTF8Validator()
             validatedCount = 0
+            carry.removeAll(keepingCapacity: true)
         }
     }
 
     private func checkLength(adding length: UInt64) throws(ProtocolFailure) {
-        if UInt64(payload.count + binaryPayload.count) + length > UInt64(maxMessageSize) { throw .tooBig(limit: maxMessageSize) }
+        let held = streaming == nil ? payload.count + binaryPayload.count : partial?.streamedBytes ?? 0
+        if UInt64(held) + length > UInt64(maxMessageSize) { throw .tooBig(limit: maxMessageSize) }
     }
 
     private mutating func consume(
@@ -147,6 +175,11 @@ package struct MessageAssembler {
         }
         guard let message = partial else { return }
         let endOfMessage = endOfFrame && header.isFinal
+        if streaming != nil {
+            try stream(bytes, of: message, endOfMessage: endOfMessage, into: &events)
+            if endOfFrame { frame = nil }
+            return
+        }
         if message.isCompressed {
             try inflate(bytes, endOfMessage: endOfMessage)
         } else if endOfMessage, payload.isEmpty, binaryPayload.isEmpty {
@@ -175,12 +208,14 @@ package struct MessageAssembler {
 
     private mutating func inflate(_ bytes: UnsafeRawBufferPointer, endOfMessage: Bool) throws(ProtocolFailure) {
         guard let inflater else { return }
-        var outcome = inflater.inflate(bytes, into: &payload, limit: maxMessageSize)
+        // Streamed, `payload` holds only this piece: the limit is what the message has left.
+        let limit = maxMessageSize - (partial?.streamedBytes ?? 0)
+        var outcome = inflater.inflate(bytes, into: &payload, limit: limit)
         // The text inflated before a failure is checked first, so the first broken rule
         // wins however the payload was split into pieces.
         try validateInflatedText()
         if case .ok = outcome, endOfMessage {
-            outcome = inflater.finishMessage(into: &payload, limit: maxMessageSize)
+            outcome = inflater.finishMessage(into: &payload, limit: limit)
             try validateInflatedText()
         }
         switch outcome {
@@ -198,6 +233,68 @@ package struct MessageAssembler {
         }
         if !valid { throw .invalidPayload("invalid UTF-8 in a text message") }
         validatedCount = payload.count
+    }
+
+    // MARK: - Streamed messages
+
+    /// Hands on a piece of a streamed message (inflated first when compressed), and the
+    /// empty piece that ends it.
+    private mutating func stream(
+        _ bytes: UnsafeRawBufferPointer, of message: Partial, endOfMessage: Bool, into events: inout [InboundEvent]
+    ) throws(ProtocolFailure) {
+        if message.isCompressed {
+            try inflate(bytes, endOfMessage: endOfMessage)
+            var inflated: [UInt8] = []
+            swap(&inflated, &payload)
+            let handedOn = inflated.withUnsafeBytes { piece in
+                Result { () throws(ProtocolFailure) in try handOn(piece, of: message.kind, into: &events) }
+            }
+            inflated.removeAll(keepingCapacity: inflated.capacity <= 64 * 1024)
+            swap(&inflated, &payload)
+            validatedCount = 0
+            try handedOn.get()
+        } else {
+            if message.kind == .text, !validator.validate(bytes) { throw .invalidPayload("invalid UTF-8 in a text message") }
+            try handOn(bytes, of: message.kind, into: &events)
+        }
+        guard endOfMessage else { return }
+        partial = nil
+        if message.kind == .text {
+            if !validator.isComplete || !carry.isEmpty { throw .invalidPayload("a text message ends inside a UTF-8 sequence") }
+            events.append(.message(.text("")))
+        } else {
+            events.append(.message(.binary(Data())))
+        }
+    }
+
+    /// Hands on validated payload of the streamed message; text up to its last whole code point.
+    private mutating func handOn(
+        _ bytes: UnsafeRawBufferPointer, of kind: Kind, into events: inout [InboundEvent]
+    ) throws(ProtocolFailure) {
+        guard !bytes.isEmpty, var message = partial else { return }
+        message.streamedBytes += bytes.count
+        if message.streamedBytes > maxMessageSize { throw .tooBig(limit: maxMessageSize) }
+        partial = message
+        guard kind == .text else {
+            events.append(.message(.binary(Data(bytes))))
+            return
+        }
+        var text = carry
+        text.append(contentsOf: bytes)
+        let end = Self.lastCodePointBoundary(in: text)
+        carry = Array(text[end...])
+        if end > 0 { events.append(.message(.text(String(decoding: text[..<end], as: UTF8.self)))) }
+    }
+
+    /// Where the last whole code point of `bytes` (a valid prefix of UTF-8) ends.
+    static func lastCodePointBoundary(in bytes: [UInt8]) -> Int {
+        for back in 1...min(3, max(1, bytes.count)) where back <= bytes.count {
+            let byte = bytes[bytes.count - back]
+            if byte & 0xC0 == 0x80 { continue }   // a continuation byte: look further back
+            let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+            return length > back ? bytes.count - back : bytes.count
+        }
+        return bytes.count
     }
 
     private mutating func finishMessage(_ kind: Kind, into events: inout [InboundEvent]) throws(ProtocolFailure) {
@@ -253,6 +350,7 @@ package struct MessageAssembler {
         isFinished = true
         payload = []
         binaryPayload = Data()
+        carry = []
         partial = nil
         events.append(.failure(failure))
     }

@@ -213,7 +213,9 @@ extension ClientTransport {
             if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
         }
         reader.assembler = MessageAssembler(
-            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater)
+            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater,
+            streaming: configuration.streamsIncomingMessages
+                ? MessageAssembler.Streaming(maxMessageSize: configuration.maxStreamedMessageSize ?? .max) : nil)
         let (waiter, abandoned, error) = connection.machine.withLock {
             $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
                            responseHeaders: negotiated.headers, timings: timings, now: .now)

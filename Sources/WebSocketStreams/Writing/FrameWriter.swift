@@ -22,6 +22,8 @@ package struct FrameWriter {
     /// The message being written.
     private struct Outgoing {
         var message: WebSocketMessage
+        /// A whole message, or where the piece of a streamed one sits.
+        var position = OutgoingMessage.Position.whole
         /// The deflated payload, when the message is compressed.
         var compressed: [UInt8]?
         /// Payload bytes already written.
@@ -32,6 +34,17 @@ package struct FrameWriter {
         var key = MaskingKey(bits: 0)
 
         var payloadCount: Int { compressed?.count ?? message.byteCount }
+
+        /// The opcode of the first frame.
+        var opcode: FrameOpcode { OutgoingMessage(message: message, position: position).opcode }
+
+        /// The kind of message this is (a piece of).
+        var kind: WebSocketMessageKind {
+            switch position {
+            case .first(let kind), .last(let kind): kind
+            case .whole, .middle: message.kind
+            }
+        }
     }
 
     private var messages = Deque<OutgoingMessage>()
@@ -150,7 +163,7 @@ package struct FrameWriter {
                 current.offset += count
                 used += count
                 if current.offset == current.payloadCount {
-                    finished(current.message, at: used)
+                    finished(current, at: used)
                     outgoing = nil
                 } else {
                     outgoing = current
@@ -182,8 +195,8 @@ package struct FrameWriter {
                 guard room >= FrameEncoder.maxHeaderLength + 1 else { break }
                 let isFirst = current.offset == 0
                 let length = min(Self.maxFramePayload, current.payloadCount - current.offset)
-                let isFinal = current.offset + length == current.payloadCount
-                let opcode: FrameOpcode = isFirst ? current.message.opcode : .continuation
+                let isFinal = current.offset + length == current.payloadCount && current.position.endsMessage
+                let opcode: FrameOpcode = isFirst ? current.opcode : .continuation
                 current.key = keys.next()
                 used += FrameEncoder.writeHeader(
                     into: base + used, opcode: opcode, isFinal: isFinal,
@@ -191,7 +204,7 @@ package struct FrameWriter {
                 current.frameStart = current.offset
                 current.frameEnd = current.offset + length
                 if length == 0 {
-                    finished(current.message, at: used)
+                    finished(current, at: used)
                     outgoing = nil
                 } else {
                     outgoing = current
@@ -227,21 +240,24 @@ package struct FrameWriter {
         return tally
     }
 
-    /// The last byte of `message` has been encoded, ending at `end` in this fill's output.
-    private mutating func finished(_ message: WebSocketMessage, at end: Int) {
+    /// The last byte of `outgoing` has been encoded, ending at `end` in this fill's output.
+    /// The pieces of a streamed message count as one message, when its last is written.
+    private mutating func finished(_ outgoing: Outgoing, at end: Int) {
+        let message = outgoing.message
         completedInFill.append((end, message))
         let count = message.byteCount
         messageBytesWritten += count
         tally.bytes += count
-        if case .text = message { tally.textMessages += 1 } else { tally.binaryMessages += 1 }
+        guard outgoing.position.endsMessage else { return }
+        if outgoing.kind == .text { tally.textMessages += 1 } else { tally.binaryMessages += 1 }
     }
 
     /// Starts a message: compresses it whole when compression is on, the sender did not opt
     /// out and the message reaches the threshold.
     private mutating func start(_ next: OutgoingMessage) -> Outgoing {
         let message = next.message
-        var outgoing = Outgoing(message: message)
-        if let deflater, next.mayCompress, message.byteCount >= compressionThreshold {
+        var outgoing = Outgoing(message: message, position: next.position)
+        if let deflater, next.mayCompress, next.position == .whole, message.byteCount >= compressionThreshold {
             var compressed: [UInt8] = []
             compressed.reserveCapacity(message.byteCount / 2 + 64)
             let moreFollow = !messages.isEmpty

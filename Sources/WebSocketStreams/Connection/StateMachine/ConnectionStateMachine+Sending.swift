@@ -7,7 +7,7 @@ extension ConnectionStateMachine {
 
     mutating func send(_ message: OutgoingMessage) -> SendAction {
         guard isOpen else { return .fail(closedError) }
-        if outbound.isFull { return .mustWait }
+        if outbound.mustWait(message) { return .mustWait }
         outbound.append(message)
         return .accepted(wake: request(.write))
     }
@@ -19,7 +19,7 @@ extension ConnectionStateMachine {
     /// come, and a later user request (a close) would not wake it.
     mutating func sendFromLoop(_ message: WebSocketMessage) -> Bool {
         guard isOpen else { return false }
-        outbound.append(OutgoingMessage(message: message))
+        outbound.appendFromLoop(OutgoingMessage(message: message))
         return true
     }
 
@@ -28,7 +28,7 @@ extension ConnectionStateMachine {
     /// Received messages waiting for the consumer say a pipeline is busy: the send is
     /// queued then, so the loop writes its answers in batches.
     var mayWriteDirectly: Bool {
-        isOpen && outbound.isEmpty && outbound.parkedCount == 0 && inbound.isEmpty
+        isOpen && outbound.isEmpty && outbound.parkedCount == 0 && inbound.isEmpty && !outbound.isHeldByStream
     }
 
     /// A direct write left bytes (or an error) for the loop; returns whether to wake it.
