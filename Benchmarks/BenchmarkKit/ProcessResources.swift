@@ -59,3 +59,28 @@ extension ProcessResources {
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }
+
+extension ProcessResources {
+    /// The most this process has held resident (`VmHWM` of `/proc/self/status`), in KiB,
+    /// since it started or since ``resetPeakResident()``; 0 if unreadable.
+    public static func peakResidentKilobytes() -> Int {
+        guard let file = fopen("/proc/self/status", "r") else { return 0 }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 256)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let line = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            guard line.hasPrefix("VmHWM:") else { continue }
+            return line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+        }
+        return 0
+    }
+
+    /// Makes the peak resident size start again from the current one (writes 5 to
+    /// `/proc/self/clear_refs`); returns whether the kernel allowed it.
+    @discardableResult
+    public static func resetPeakResident() -> Bool {
+        guard let file = fopen("/proc/self/clear_refs", "w") else { return false }
+        defer { fclose(file) }
+        return fputs("5", file) >= 0
+    }
+}

@@ -25,6 +25,9 @@ struct WSBench: AsyncParsableCommand {
               W7  scale: open --connections (default 10,000; --inflight handshakes at a
                   time), hold them --hold seconds with pings every --ping-interval,
                   close them (open/close time per 1,000, RSS per connection, idle CPU)
+              W8  streamed: one --size message (default 1 GiB) sent in 64 KiB pieces
+                  to /frame-echo while its echo is read in pieces (mb_per_s each way,
+                  peak_rss_growth_mb)
               autobahn  echo every message with its type until the peer closes
                   (the Autobahn|Testsuite client contract)
               asyncstream  no network: the cost of one AsyncStream element, the
@@ -38,7 +41,7 @@ struct WSBench: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The workload: W1, W2, W3, W4, W5, W6, autobahn, asyncstream or churn.")
+    @Option(help: "The workload: W1 to W8, autobahn, asyncstream or churn.")
     var workload: Workload
 
     @Option(help: "The server URL, e.g. ws://127.0.0.1:9001/echo (not used by asyncstream).")
@@ -180,6 +183,7 @@ struct WSBench: AsyncParsableCommand {
         case .w4, .w6: await PushWorkload.run(parameters)
         case .w5: await IdleConnectionsWorkload.run(parameters)
         case .w7: await ScaleWorkload.run(parameters)
+        case .w8: await StreamedMessageWorkload.run(parameters)
         case .autobahn: await AutobahnEchoClient.run(parameters)
         case .asyncstream: await AsyncStreamFloor.run(parameters)
         case .churn: await ChurnWorkload.run(parameters)

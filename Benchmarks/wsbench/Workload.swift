@@ -17,6 +17,9 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     /// Scale: open `--connections` connections, hold them `--hold` seconds with keep-alive
     /// pings every `--ping-interval`, close them; cost per connection at each step.
     case w7 = "W7"
+    /// Streamed: one message of `--size` (default 1 GiB) sent in pieces to `/frame-echo`
+    /// while its echo is read in pieces; MB/s and the growth of peak RSS.
+    case w8 = "W8"
     /// The Autobahn|Testsuite echo client: echo every message with its type until closed.
     case autobahn
     /// No network: the cost of one `AsyncStream` element (the floor under `messages`).
@@ -34,6 +37,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w5: 1_000
         case .w6: 2_000
         case .w7: 10_000
+        case .w8: 1
         case .autobahn: 0
         case .asyncstream: 2_000_000
         case .churn: 1_000
@@ -47,6 +51,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w2: 1024
         case .w3: 4 * 1024 * 1024
         case .w4, .w6: 128
+        case .w8: 1 << 30
         case .w5, .w7, .autobahn, .asyncstream, .churn: 0
         }
     }
