@@ -3,13 +3,17 @@
 ///
 /// Input layout: a flags byte (bit 0: compression negotiated; bit 1: the server uses no
 /// context takeover; bit 2: a small message limit instead of 64 KiB; bit 3: at most 1-16
-/// frames per message instead of no limit), the small limits' byte (the size limit is 8
-/// times it, the fragment limit 1 + it modulo 16), a ``ChunkPlan``, then the bytes a server sends.
+/// frames per message instead of no limit; bit 4: messages streamed in pieces), the small
+/// limits' byte (the size limit is 8 times it, the fragment limit 1 + it modulo 16), a
+/// ``ChunkPlan``, then the bytes a server sends.
 ///
 /// The stream is read three ways: in one piece, in the planned chunks, and in the planned
 /// chunks with `stopAfterMessage` (the transport's way, re-reading what a call left).
 /// All three must give the same events and end in the same state, and every event must
-/// keep the assembler's promises (see ``checkEvents(_:isFinished:limit:)``).
+/// keep the assembler's promises (see ``checkEvents(_:isFinished:limit:)``). Streamed, the
+/// pieces depend on the chunks: each reading's pieces, joined into messages, must equal the
+/// events of a whole-message assembler with the same limits, and every piece must keep the
+/// streaming promises (see ``checkPieces(_:)``).
 
 /// The assembler's settings decoded from the input's first bytes.
 private struct FramesSetup {
@@ -17,18 +21,21 @@ private struct FramesSetup {
     var parameters = DeflateParameters()
     var maxMessageSize: Int
     var maxFragments: Int
+    var streams: Bool
 
     init(flags: UInt8, limitByte: UInt8) {
+        streams = flags & 16 != 0
         compression = flags & 1 != 0
         parameters.serverNoContextTakeover = flags & 2 != 0
         maxMessageSize = flags & 4 != 0 ? Int(limitByte) * 8 : 1 << 16
         maxFragments = flags & 8 != 0 ? Int(limitByte % 16) + 1 : .max
     }
 
-    func makeAssembler() -> MessageAssembler {
+    func makeAssembler(streaming: Bool? = nil) -> MessageAssembler {
         MessageAssembler(
             maxMessageSize: maxMessageSize, maxFragments: maxFragments,
-            inflater: compression ? MessageInflater(parameters: parameters) : nil
+            inflater: compression ? MessageInflater(parameters: parameters) : nil,
+            streaming: streaming ?? streams ? MessageAssembler.Streaming(maxMessageSize: maxMessageSize) : nil
         )
     }
 }
@@ -47,6 +54,22 @@ public func fuzzFrames(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let stream = input.remaining
     let chunks = plan.chunks(of: stream)
 
+    if setup.streams {
+        var reference = setup
+        reference.streams = false
+        let expected = read(reference, [stream], stopAfterMessage: false)
+        for (name, outcome) in [
+            ("one piece", read(setup, [stream], stopAfterMessage: false)),
+            ("chunks", read(setup, chunks, stopAfterMessage: false)),
+            ("stopAfterMessage in chunks", read(setup, chunks, stopAfterMessage: true)),
+        ] {
+            checkPieces(outcome.events)
+            check(joined(outcome.events) == expected.events,
+                  "streamed (\(name), \(plan.sizes)) and whole differ:\n  \(joined(outcome.events))\n  \(expected.events)")
+            check(outcome.isFinished == expected.isFinished, "streamed (\(name)) ends finished: \(outcome.isFinished)")
+        }
+        return 0
+    }
     let whole = read(setup, [stream], stopAfterMessage: false)
     let chunked = read(setup, chunks, stopAfterMessage: false)
     let paced = read(setup, chunks, stopAfterMessage: true)
@@ -76,7 +99,10 @@ private func read(_ setup: FramesSetup, _ chunks: [UnsafeRawBufferPointer], stop
                 if case .message = added.last {} else { check(false, "read stopped early without a message: \(added)") }
             }
             if stopAfterMessage {
-                let messages = added.filter { if case .message = $0 { true } else { false } }
+                // Streamed, the piece that ends a message comes with its end (an empty piece).
+                let messages = added.filter {
+                    if case .message(let message) = $0 { !setup.streams || message.byteCount > 0 } else { false }
+                }
                 check(messages.count <= 1, "stopAfterMessage returned \(messages.count) messages")
             }
             rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
@@ -116,4 +142,44 @@ private func checkEvents(_ events: [InboundEvent], isFinished: Bool, limit: Int)
     default: endsTheStream = false
     }
     check(isFinished == endsTheStream, "isFinished is \(isFinished) after \(String(describing: events.last))")
+}
+
+/// The promises of streamed pieces: none is empty but the one that ends a message; a text
+/// piece is whole code points (it is a `String` built without repair, so its UTF-8 is the
+/// bytes received); a message's pieces are all of its kind.
+private func checkPieces(_ events: [InboundEvent]) {
+    var kind: WebSocketMessageKind?
+    for event in events {
+        guard case .message(let piece) = event else { continue }
+        if let kind { check(piece.kind == kind, "a \(piece.kind) piece inside a \(kind) message") }
+        kind = piece.byteCount == 0 ? nil : piece.kind
+        if case .text(let text) = piece {
+            check(String(validating: Array(text.utf8), as: UTF8.self) == text, "a text piece that is not whole code points")
+        }
+    }
+}
+
+/// Streamed pieces joined into the messages they make; a message left unfinished (by a
+/// failure or a close frame) is dropped, as a whole-message assembler never delivers it.
+private func joined(_ events: [InboundEvent]) -> [InboundEvent] {
+    var result: [InboundEvent] = []
+    var open: WebSocketMessage?
+    for event in events {
+        guard case .message(let piece) = event else {
+            result.append(event)
+            continue
+        }
+        guard piece.byteCount > 0 else {
+            result.append(.message(open ?? piece))
+            open = nil
+            continue
+        }
+        switch (open, piece) {
+        case (nil, _): open = piece
+        case (.text(let before)?, .text(let more)): open = .text(before + more)
+        case (.binary(let before)?, .binary(let more)): open = .binary(before + more)
+        default: open = piece   // reported by checkPieces
+        }
+    }
+    return result
 }

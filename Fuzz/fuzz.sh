@@ -31,7 +31,7 @@ library=(
     Proxy/ProxyAddress.swift Proxy/ProxyEnvironment.swift Proxy/SOCKS5Handshake.swift
     Compression/DeflateOffer.swift Compression/DeflateParameters.swift Compression/MessageDeflater.swift
     Compression/MessageInflater.swift Compression/WebSocketCompression.swift
-    TLS/Crypto.swift
+    TLS/Crypto.swift Messages/WebSocketMessageKind.swift
     WebSocketCloseCode.swift WebSocketError.swift WebSocketErrorCode.swift WebSocketMessage.swift WebSocketURL.swift
 )
 

@@ -42,6 +42,11 @@ extension WebSocketMessage: CustomStringConvertible {
 }
 
 extension WebSocketMessage {
+    /// Text or binary.
+    var kind: WebSocketMessageKind {
+        if case .text = self { .text } else { .binary }
+    }
+
     /// The opcode of the message's first frame.
     var opcode: FrameOpcode {
         if case .text = self { .text } else { .binary }

@@ -42,6 +42,13 @@ final class Console: Sendable {
         emit(lines, to: STDOUT_FILENO)
     }
 
+    /// Writes `bytes` on standard output as they are: no newline, no footer redraw
+    /// (`--stream` printing a message piece by piece).
+    func printRaw(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        writer.enqueue([OutputWriter.Chunk(STDOUT_FILENO, bytes)])
+    }
+
     /// Prints `lines` on standard error.
     func printStatus(_ lines: [String]) {
         emit(lines, to: STDERR_FILENO)

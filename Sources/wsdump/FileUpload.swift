@@ -38,6 +38,29 @@ struct FileUpload: Sendable {
         await progress.value
     }
 
+    /// Sends `pieces` (`size` bytes in all) as one binary message; with a progress bar
+    /// for a large file, drawn as its pieces are written.
+    func send(_ pieces: FilePieces, size: Int, over link: any SessionLink, bytesQueuedBefore: Int) async throws {
+        guard let console, size >= Self.progressThreshold else {
+            try await link.send(streaming: pieces)
+            return
+        }
+        let progress = Task {
+            while !Task.isCancelled {
+                let done = link.writtenMessageBytes - bytesQueuedBefore
+                console.setFooter(.init(descriptor: STDERR_FILENO, rendered: ProgressBar.render(done: done, total: size)))
+                if done >= size || !link.isOpen { break }
+                try? await Task.sleep(for: refreshInterval)
+            }
+        }
+        defer {
+            progress.cancel()
+            console.setFooter(nil)
+        }
+        try await link.send(streaming: pieces)
+        await progress.value
+    }
+
     /// The contents of `path`, read on a thread of its own (file reads block).
     static func read(_ path: String) async throws -> Data {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in

@@ -15,6 +15,8 @@ final class OutgoingQueue: Sendable {
         case message(WebSocketMessage, fromInput: Bool)
         /// A file as one binary message.
         case file(path: String)
+        /// A file as one binary message, read and sent in pieces.
+        case streamedFile(path: String)
         /// The close frame.
         case close(code: WebSocketCloseCode, reason: String)
     }
@@ -70,6 +72,18 @@ final class OutgoingQueue: Sendable {
                         post(.sending(.binary(data)))
                         try await upload.send(data, over: link, bytesQueuedBefore: bytesQueued)
                         bytesQueued += data.count
+                        ledger.delivered(id)
+                    } catch {
+                        post(.sendFailed("\(path) was not sent: \(error)"))
+                    }
+                    post(.uploadFinished)
+                case .streamedFile(let path):
+                    do {
+                        let pieces = FilePieces(path: path)
+                        let size = pieces.size ?? 0
+                        post(.sendingFile(path: path, size: size))
+                        try await upload.send(pieces, size: size, over: link, bytesQueuedBefore: bytesQueued)
+                        bytesQueued += size
                         ledger.delivered(id)
                     } catch {
                         post(.sendFailed("\(path) was not sent: \(error)"))

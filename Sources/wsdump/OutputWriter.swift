@@ -19,6 +19,11 @@ final class OutputWriter: Sendable {
             self.descriptor = descriptor
             self.bytes = Array(text.utf8)
         }
+
+        init(_ descriptor: Int32, _ bytes: [UInt8]) {
+            self.descriptor = descriptor
+            self.bytes = bytes
+        }
     }
 
     private struct State: Sendable {

@@ -44,6 +44,19 @@ final class ReconnectingLink: SessionLink {
         try await socket.send(message)
     }
 
+    /// Not offered: a message sent in pieces cannot be resent after a drop (the command
+    /// line refuses `--send-file` with `--reconnect`).
+    func send(streaming pieces: FilePieces) async throws {
+        throw WebSocketError.invalidConfiguration("--send-file cannot be combined with --reconnect")
+    }
+
+    /// Not offered: `--stream` needs one connection (the command line refuses it with `--reconnect`).
+    func startReceivingPieces(
+        deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void
+    ) {
+        ended()
+    }
+
     func ping(payload: [UInt8]?) async throws -> Duration {
         guard let connection = current.connection.withLock({ $0 }) else {
             throw WebSocketError.closed(code: .abnormalClosure, reason: "not connected")

@@ -91,7 +91,7 @@ extension Session {
         var names = (outgoing?.undelivered ?? []).compactMap { item -> String? in
             switch item {
             case .message(let message, _): MessageFormatter.shortName(of: message)
-            case .file(let path): "the file \(path)"
+            case .file(let path), .streamedFile(let path): "the file \(path)"
             case .close: nil
             }
         }

@@ -9,13 +9,40 @@ extension Session {
     /// A received message; after `--count` of them, closes with 1000 (later ones are not shown).
     func received(_ message: WebSocketMessage) {
         if let count = options.count, receivedCount >= count { return }
-        receivedCount += 1
         if options.jsonLines {
             printData([JSONLineRecord.message(message, direction: .incoming, time: Self.unixTime).encoded()])
         } else {
             let elapsed = options.timings ? openedAt.map { ContinuousClock.now - $0 } : nil
             printData(formatter.lines(for: message, direction: .received, elapsed: elapsed).map(dataPalette.received))
         }
+        messageReceived()
+    }
+
+    /// A piece of a message arrived (`--stream`). Text is printed as it comes, the line
+    /// growing piece by piece; binary is written byte for byte with `-r`, and otherwise
+    /// shown by its size once it ends. Nothing of a message is held.
+    func received(_ piece: ReceivedPiece) {
+        if let count = options.count, receivedCount >= count { return }
+        switch piece.kind {
+        case .text:
+            var bytes: [UInt8] = piece.index == 0 && formatter.decorated ? Array("< ".utf8) : []
+            bytes += piece.bytes
+            if piece.isLast { bytes.append(0x0A) }
+            console.printRaw(bytes)
+        case .binary where options.raw:
+            console.printRaw(Array(piece.bytes))
+        case .binary:
+            if piece.isLast {
+                let line = "binary (\(MessageFormatter.byteCount(piece.byteCount)), in \(piece.index + 1) pieces)"
+                printData([dataPalette.received(formatter.decorated ? "< " + line : line)])
+            }
+        }
+        if piece.isLast { messageReceived() }
+    }
+
+    /// Counts a message received, closing as `--count` and `--wait-replies` say.
+    private func messageReceived() {
+        receivedCount += 1
         if let count = options.count, receivedCount >= count { beginClose(.normalClosure, viaQueue: false) }
         if inputEnded, let waitReplies = options.waitReplies, receivedCount == waitReplies {
             beginClose(.normalClosure, viaQueue: true)
@@ -37,6 +64,13 @@ extension Session {
         } else {
             printStatus(lines)
         }
+    }
+
+    /// A `--send-file` upload starts: `-v` says so (its pieces are not echoed).
+    func sendingFile(path: String, size: Int) {
+        guard options.verbosity >= 1, !isInteractive else { return }
+        let line = "> file \(path) (\(MessageFormatter.byteCount(size)), sent in pieces)"
+        if formatter.decorated { printData([dataPalette.sent(line)]) } else { printStatus([line]) }
     }
 
     /// A handshake head or a control frame: with `-vv`, the handshake's request and

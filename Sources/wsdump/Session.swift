@@ -121,6 +121,8 @@ final class Session {
             printStatus(["interrupted while connecting"])
             return .interrupted
         case .received(let message): received(message)
+        case .receivedPiece(let piece): received(piece)
+        case .sendingFile(let path, let size): sendingFile(path: path, size: size)
         case .receiveEnded:
             receiveEnded = true
             if let close = heldIncomingClose {
@@ -217,12 +219,21 @@ final class Session {
         phase = .open
         let post = post
         let console = console
-        link.startReceiving(
-            deliver: { message in
-                post.yield(.received(message))
-                await console.waitForRoom()
-            },
-            ended: { post.yield(.receiveEnded) })
+        if options.streamsMessages {
+            link.startReceivingPieces(
+                deliver: { piece in
+                    post.yield(.receivedPiece(piece))
+                    await console.waitForRoom()
+                },
+                ended: { post.yield(.receiveEnded) })
+        } else {
+            link.startReceiving(
+                deliver: { message in
+                    post.yield(.received(message))
+                    await console.waitForRoom()
+                },
+                ended: { post.yield(.receiveEnded) })
+        }
         let showsProgress = console.errorIsTerminal && !options.jsonLines && !options.reconnect
         let queue = OutgoingQueue(
             link: link, credits: credits, upload: FileUpload(console: showsProgress ? console : nil),
@@ -232,6 +243,8 @@ final class Session {
         if isInteractive { printStatus(["type /help for commands; Ctrl-D closes, Ctrl-C quits"]) }
         if let file = options.file {
             queue.enqueue(.file(path: file))
+        } else if let file = options.streamedFile {
+            queue.enqueue(.streamedFile(path: file))
         } else {
             startInput()
         }

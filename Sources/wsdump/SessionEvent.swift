@@ -15,6 +15,8 @@ enum SessionEvent: Sendable {
     case connectCancelled
     /// A data message arrived.
     case received(WebSocketMessage)
+    /// A piece of a data message arrived (`--stream`).
+    case receivedPiece(ReceivedPiece)
     /// No more messages will arrive: the connection (or reconnecting socket) has ended.
     case receiveEnded
     /// The reconnecting socket's state changed.
@@ -42,6 +44,8 @@ enum SessionEvent: Sendable {
     case sending(WebSocketMessage)
     /// A message could not be sent.
     case sendFailed(String)
+    /// A `--send-file` upload of `size` bytes is starting.
+    case sendingFile(path: String, size: Int)
     /// The `--file` upload has been handed to the connection (or failed).
     case uploadFinished
     /// A `/ping` finished.

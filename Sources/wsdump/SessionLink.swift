@@ -7,8 +7,14 @@ protocol SessionLink: Sendable {
     /// to catch up), then `ended` once no more will come.
     func startReceiving(
         deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void)
+    /// Starts the task that reads messages piece by piece as they arrive (`--stream`):
+    /// `deliver` for each piece, then `ended` once no more will come.
+    func startReceivingPieces(
+        deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void)
     /// Sends a message, in order with the others.
     func send(_ message: WebSocketMessage) async throws
+    /// Sends one binary message made of `pieces` (`--send-file`).
+    func send(streaming pieces: FilePieces) async throws
     /// Pings (with `payload` when given) and returns the round-trip time.
     func ping(payload: [UInt8]?) async throws -> Duration
     /// Closes with `code` and waits for the end.

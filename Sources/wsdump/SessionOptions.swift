@@ -18,6 +18,10 @@ struct SessionOptions: Sendable {
     var initialText: String?
     /// `--file`: sent as one binary message after ``initialText``.
     var file: String?
+    /// `--send-file`: sent as one binary message, read and sent in pieces.
+    var streamedFile: String?
+    /// `--stream`: received messages printed piece by piece as they arrive.
+    var streamsMessages = false
     /// `--binary`: input lines are sent as binary messages.
     var sendsLinesAsBinary = false
     /// `--hex`: binary messages as a full hex dump.

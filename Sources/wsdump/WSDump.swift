@@ -109,6 +109,14 @@ struct WSDump: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Send this file as one binary message after connecting (with a progress bar on a terminal).", valueName: "path"))
     var file: String?
 
+    @Option(name: .customLong("send-file"), help: ArgumentHelp(
+        "Like --file, but read and sent in pieces as one message, so a file of any size costs no more memory than a few pieces.",
+        valueName: "path"))
+    var sendFile: String?
+
+    @Flag(help: "Print each received message as it arrives, piece by piece, instead of holding it whole: text as it comes; binary as its size (with -r, its bytes).")
+    var stream = false
+
     @Flag(help: "Show binary messages as a full hex dump (default: the size and the first 16 bytes).")
     var hex = false
 
@@ -222,7 +230,13 @@ struct WSDump: AsyncParsableCommand {
             configuration.pingInterval = pingInterval == 0 ? nil : .seconds(pingInterval)
         }
         guard (cert == nil) == (key == nil) else { throw ValidationError("--cert and --key must be given together") }
-        for path in [caFile, cert, key, file].compactMap(\.self) where !FileManager.default.isReadableFile(atPath: path) {
+        if file != nil, sendFile != nil { throw ValidationError("--file and --send-file cannot be combined") }
+        if reconnect, sendFile != nil || stream {
+            throw ValidationError("--send-file and --stream need one connection: they cannot be combined with --reconnect")
+        }
+        if stream, jsonl || json { throw ValidationError("--stream cannot be combined with --json or --jsonl (they need whole messages)") }
+        configuration.streamsIncomingMessages = stream
+        for path in [caFile, cert, key, file, sendFile].compactMap(\.self) where !FileManager.default.isReadableFile(atPath: path) {
             throw ValidationError("cannot read '\(path)'")
         }
         guard eofWait >= 0 else { throw ValidationError("--eof-wait must be 0 or more seconds") }
@@ -238,6 +252,8 @@ struct WSDump: AsyncParsableCommand {
         options.eofWait = .seconds(eofWait)
         options.initialText = text
         options.file = file
+        options.streamedFile = sendFile
+        options.streamsMessages = stream
         options.sendsLinesAsBinary = binary
         options.hexDump = hex
         options.prettyJSON = json

@@ -72,6 +72,9 @@ struct ArgumentTests {
     @Test(arguments: [
         ["http://h/"], ["ws://h/", "-H", "no colon"], ["ws://h/", "--count", "0"], ["ws://h/", "--timeout", "0"],
         ["ws://h/", "--cert", "/etc/hostname"], ["ws://h/", "--json", "--jsonl"], ["ws://h/", "--file", "/no/such/file"],
+        ["ws://h/", "--send-file", "/no/such/file"], ["ws://h/", "--stream", "--reconnect"],
+        ["ws://h/", "--send-file", "/etc/hostname", "--reconnect"], ["ws://h/", "--stream", "--jsonl"],
+        ["ws://h/", "--file", "/etc/hostname", "--send-file", "/etc/hostname"],
     ])
     func invalidCommandLinesAreRejected(arguments: [String]) {
         #expect(throws: (any Error).self) { try WSDump.sessionOptions(from: arguments) }

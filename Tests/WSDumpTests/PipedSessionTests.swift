@@ -142,6 +142,37 @@ struct PipedSessionTests {
         }
     }
 
+    /// `--send-file` streams a file out as one message; `--stream -r` writes the echo's
+    /// bytes as they arrive. 600 kB (ten pieces) through `/frame-echo`, which echoes frame by frame, so
+    /// neither side ever holds the whole message.
+    @Test func sendFileAndStreamRoundTripAFile() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("wsdump-\(UUID().uuidString).bin").path
+        let contents = Data((0..<600_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try contents.write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try await withTestServer { server in
+            let raw = try await WSDumpProcess.run(
+                ["--send-file", path, "--stream", "-r", "--count", "1", server.url(path: "/frame-echo")])
+            #expect(raw.status == 0)
+            #expect(raw.stdoutBytes == contents)
+
+            let summary = try await WSDumpProcess.run(
+                ["--send-file", path, "--stream", "--count", "1", server.url(path: "/frame-echo")])
+            #expect(summary.status == 0)
+            #expect(summary.stdout.hasPrefix("binary (600000 bytes, in "))
+        }
+    }
+
+    /// `--stream` prints text as its pieces arrive, one line per message.
+    @Test func streamPrintsText() async throws {
+        try await withTestServer { server in
+            let result = try await WSDumpProcess.run(
+                ["--stream", "--eof-wait", "1", server.url(path: "/echo")], stdin: .bytes("héllo wörld\nsecond\n"))
+            #expect(result.status == 0)
+            #expect(result.stdout == "héllo wörld\nsecond\n")
+        }
+    }
+
     @Test func reconnectPrintsStateChanges() async throws {
         try await withTestServer { server in
             let result = try await WSDumpProcess.run(

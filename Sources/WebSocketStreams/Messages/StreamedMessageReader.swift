@@ -93,10 +93,3 @@ final class StreamedMessageReader: @unchecked Sendable {
         }
     }
 }
-
-extension WebSocketMessage {
-    /// Text or binary.
-    var kind: WebSocketMessageKind {
-        if case .text = self { .text } else { .binary }
-    }
-}

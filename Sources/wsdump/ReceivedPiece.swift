@@ -1,0 +1,16 @@
+import Foundation
+import WebSocketStreams
+
+/// A piece of a received message, as `--stream` prints it.
+struct ReceivedPiece: Sendable {
+    /// The message's kind.
+    var kind: WebSocketMessageKind
+    /// The piece's bytes (for text, whole code points).
+    var bytes: Data
+    /// 0 for the message's first piece.
+    var index: Int
+    /// The message's bytes so far, this piece included.
+    var byteCount: Int
+    /// Whether this is the message's last piece.
+    var isLast: Bool
+}
