@@ -96,6 +96,23 @@ struct ReconnectTests {
         }
     }
 
+    @Test("messageBatches: every message in order, across a dropped connection")
+    func batchesAcrossADrop() async throws {
+        try await withTestServer(compression: false, recordTexts: true) { server in
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo"), policy: fastPolicy())
+            var batches = socket.messageBatches.makeAsyncIterator()
+            for index in 0..<50 { try await socket.send(.text("first \(index)")) }
+            var received: [WebSocketMessage] = []
+            while received.count < 50, let batch = await batches.next() { received += batch }
+            await server.disconnectAll()
+            for index in 0..<50 { try await socket.send(.text("second \(index)")) }
+            while received.count < 100, let batch = await batches.next() { received += batch }
+            #expect(received == (0..<50).map { .text("first \($0)") } + (0..<50).map { .text("second \($0)") })
+            await socket.close()
+            #expect(await batches.next() == nil)
+        }
+    }
+
     @Test("close(code:reason:) sends that code and reason and ends both streams")
     func closeWithCodeAndReason() async throws {
         try await withTestServer { server in

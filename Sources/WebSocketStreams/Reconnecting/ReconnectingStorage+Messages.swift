@@ -1,3 +1,4 @@
+import DequeModule
 import SynchronizationSupport
 
 extension ReconnectingStorage {
@@ -110,6 +111,13 @@ extension ReconnectingStorage {
     /// (re)connection when there is none; `nil` once the socket has ended and every
     /// connection's buffered messages have been read.
     func nextMessage() async -> WebSocketMessage? {
+        var unused = Deque<WebSocketMessage>()
+        return await nextMessage(batchInto: &unused, batching: false)
+    }
+
+    /// Like ``nextMessage()``; with `batching`, the messages buffered behind it on the same
+    /// connection move into `batch` (which the caller empties before asking again).
+    func nextMessage(batchInto batch: inout Deque<WebSocketMessage>, batching: Bool) async -> WebSocketMessage? {
         startIfNeeded()
         while true {
             enum Step {
@@ -124,7 +132,7 @@ extension ReconnectingStorage {
             }
             switch step {
             case .read(let connection):
-                if let message = await connection.next() { return message }
+                if let message = await connection.next(batchInto: &batch, batching: batching) { return message }
                 // That connection has ended and been read to the end.
                 shared.withLock { shared in
                     if shared.consumer.readers.first === connection { shared.consumer.readers.removeFirst() }

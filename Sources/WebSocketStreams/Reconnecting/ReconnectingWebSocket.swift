@@ -1,3 +1,4 @@
+import DequeModule
 import FoundationEssentials
 import Synchronization
 import SynchronizationSupport
@@ -199,6 +200,16 @@ final class ReconnectingIteration: Sendable {
     func next() async -> WebSocketMessage? {
         if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
         return await storage.nextMessage()
+    }
+
+    /// Every message buffered on the current connection, in order, at least one; `nil` at the end.
+    func nextBatch() async -> [WebSocketMessage]? {
+        if !started.load(ordering: .relaxed) { started.store(true, ordering: .releasing) }
+        var rest = Deque<WebSocketMessage>()
+        guard let first = await storage.nextMessage(batchInto: &rest, batching: true) else { return nil }
+        var batch = [first]
+        batch.append(contentsOf: rest)
+        return batch
     }
 
     func cancelled() {
