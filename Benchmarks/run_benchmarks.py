@@ -490,6 +490,40 @@ def replace_scale_section(args):
     return 0
 
 
+# W8 (messages larger than memory): one message each way, sent and read in pieces through
+# /frame-echo; the targets are the messages issue's: peak RSS growth under 32 MiB, and at least
+# half of our W3 rate in the same run.
+W8_RSS_LIMIT_MB = 32
+W8_RATE_OF_W3 = 0.5
+
+
+def streamed_section(args, server, results, runs):
+    """W8 for ours, `runs` times against the plain server; markdown lines."""
+    reports = []
+    for run in range(1, runs + 1):
+        report = run_one("websocketstreams", "W8", "/frame-echo", [], server, args)
+        reports.append(report)
+        shown = {k: v for k, v in report.items() if not k.startswith("_") and k not in ("client", "workload")}
+        print(f"run {run} W8 ws websocketstreams: {json.dumps(shown)}", flush=True)
+    ok = [r for r in reports if r.get("ok")]
+    rate = median(r["mb_per_s"] for r in ok) if ok else None
+    growth = max((r["peak_rss_growth_mb"] for r in ok if "peak_rss_growth_mb" in r), default=None)
+    w3 = peer_median(results.get(("ws", "W3", "websocketstreams"), []), "mb_per_s")
+    ratio = rate / w3 if rate and w3 else None
+    size = ok[0]["message_mb"] if ok else None
+    mark = lambda met: "✓" if met else "✗"
+    return ["## Messages larger than memory (W8)", "",
+            f"`wsbench --workload W8`: one {fmt(size)} MB message sent with `send(streaming:as:)` in 64 KiB pieces "
+            "to `/frame-echo` (which echoes each frame as it arrives) while the echo is read through "
+            "`messageStreams`; the peak resident size is reset after connecting and read at the end. "
+            f"{len(ok)} of {len(reports)} runs ok; the rate is their median, the growth their largest.", "",
+            "| figure | ours | target | met |", "|---|---|---|---|",
+            f"| MB/s each way | {fmt(rate)} | ≥ {W8_RATE_OF_W3:.1f}x our W3 ({fmt(w3)} MB/s this run): {fmt(ratio)}x "
+            f"| {mark(ratio is not None and ratio >= W8_RATE_OF_W3)} |",
+            f"| peak RSS growth (MiB) | {fmt(growth)} | < {W8_RSS_LIMIT_MB} | "
+            f"{mark(growth is not None and growth < W8_RSS_LIMIT_MB)} |", ""]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bin", required=True, help="release build folder with wsbench and TestServer")
@@ -538,6 +572,7 @@ def main():
                         results.setdefault((server.scheme, workload, client), []).append(report)
                         shown = {k: v for k, v in report.items() if not k.startswith("_") and k not in ("client", "workload")}
                         print(f"run {run} {workload} {server.scheme} {client}: {json.dumps(shown)}", flush=True)
+        streamed_lines = streamed_section(args, plain, results, args.runs)
         floor = subprocess.run([os.path.join(args.bin, "wsbench"), "--workload", "asyncstream"],
                                capture_output=True, text=True)
         floor_ns = json.loads(floor.stdout.strip().splitlines()[-1]).get("ns_per_element") if floor.stdout.strip() else None
@@ -623,6 +658,7 @@ def main():
                   "wall seconds of the client's run (process start to exit; 100% is one core):", "",
                   *tls_cost, "",
                   "CPU time per wss:// run (user + system), medians:", "", *cpu_table(results, "wss", clients), ""]
+    lines += streamed_lines
     lines += scale_lines
     if profile_lines:
         lines += ["## Profiles", "", *profile_lines]

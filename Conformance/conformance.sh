@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the Autobahn|Testsuite client cases against `wsbench --workload autobahn`.
 #
-#   Conformance/conformance.sh full     every case, once with the default compression offer
-#                                       and once with a 9-bit client window without context
-#                                       takeover (about 12 minutes each), then writes
-#                                       CONFORMANCE.md                  (make conformance)
-#   Conformance/conformance.sh quick    a few cases of every category, under 2 minutes;
-#                                       fails on any verdict other than OK or INFORMATIONAL
-#                                       (part of make test)
+#   Conformance/conformance.sh full     every case, once with the default compression offer,
+#                                       once with a 9-bit client window without context
+#                                       takeover, and once reading and echoing every message
+#                                       in pieces (--stream; about 12 minutes each), then
+#                                       writes CONFORMANCE.md           (make conformance)
+#   Conformance/conformance.sh quick    a few cases of every category, and a few in pieces,
+#                                       under 3 minutes; fails on any verdict other than OK
+#                                       or INFORMATIONAL (part of make test)
 #
 # The suite itself is not in this repository: ../shared/conformance (or $CONFORMANCE_DIR)
 # holds the script that installs its fuzzingserver from PyPI into a venv and ports it to
@@ -65,22 +66,29 @@ esac
 swift build -c "$config" --product wsbench
 bin="$(swift build -c "$config" --show-bin-path)"
 
-# One run per compression offer: a label, "|", then wsbench's flags for it.
+# One run per way of reading: a label, "|", wsbench's flags for it, and for the quick mode
+# "|" and the cases of that run (default: $cases).
 offers=("default offer|")
 if [[ "$mode" == full ]]; then
     offers+=("client_max_window_bits=9, client_no_context_takeover|--client-max-window-bits 9 --client-no-context-takeover")
+    offers+=("default offer, messages read and echoed in pieces (streamsIncomingMessages, send(streaming:as:))|--stream")
+else
+    offers+=("messages in pieces|--stream|1.2.8,5.15,5.20,6.4.3,6.4.4,9.1.1,9.2.1,12.2.3,13.3.2")
 fi
 summaries=()
 index=0
 for offer in "${offers[@]}"; do
     label="${offer%%|*}"
-    flags="${offer#*|}"
+    rest="${offer#*|}"
+    flags="${rest%%|*}"
+    run_cases="$cases"
+    [[ "$rest" == *"|"* ]] && run_cases="${rest#*|}"
     run_out="$out/offer-$index"
     rm -rf "$run_out"
     echo "conformance: offer [$label]"
     # shellcheck disable=SC2086 # the flags are words
     python3 "$shared/run_client_suite.py" --wstest "$venv/bin/wstest" --agent websocketstreams \
-        --cases "$cases" --out "$run_out" -- "$bin/wsbench" --workload autobahn --url '{url}' $flags
+        --cases "$run_cases" --out "$run_out" -- "$bin/wsbench" --workload autobahn --url '{url}' $flags
     summaries+=("$label|$run_out/summary.json")
     index=$((index + 1))
 done

@@ -2,7 +2,8 @@ import BenchmarkKit
 import WebSocketStreams
 
 /// The Autobahn|Testsuite client contract: connect to the case URL, echo every message
-/// back with its type, and return when the connection closes.
+/// back with its type, and return when the connection closes. With `--stream`, each
+/// message is read in pieces and echoed piece by piece as they arrive.
 enum AutobahnEchoClient {
     static func run(_ parameters: BenchmarkParameters) async -> BenchmarkReport {
         let clock = ContinuousClock()
@@ -11,6 +12,7 @@ enum AutobahnEchoClient {
         // the fuzzingserver has to log.
         configuration.maxMessageSize = max(configuration.maxMessageSize, 64 * 1024 * 1024)
         configuration.pingInterval = nil
+        configuration.streamsIncomingMessages = parameters.streamsMessages
         let connection: WebSocket
         do {
             connection = try await WebSocket.connect(to: parameters.url, configuration: configuration, eventLoop: parameters.nextLoop())
@@ -19,12 +21,23 @@ enum AutobahnEchoClient {
         }
         let start = clock.now
         var echoed = 0
-        for await message in connection.messages {
-            do {
-                try await connection.send(message)
-                echoed += 1
-            } catch {
-                break
+        if parameters.streamsMessages {
+            for await message in connection.messageStreams {
+                do {
+                    try await connection.send(streaming: message, as: message.kind)
+                    echoed += 1
+                } catch {
+                    break
+                }
+            }
+        } else {
+            for await message in connection.messages {
+                do {
+                    try await connection.send(message)
+                    echoed += 1
+                } catch {
+                    break
+                }
             }
         }
         let elapsed = clock.now - start

@@ -20,6 +20,8 @@ struct BenchmarkParameters: Sendable {
     var readsBatches = false
     /// `--json`: W2 sends a feed of distinct JSON texts instead of one repeated binary payload.
     var sendsJSON = false
+    /// `--stream`: autobahn reads each message in pieces and echoes it as they arrive.
+    var streamsMessages = false
 
     /// The loop for the next connection (`nil`: let the SDK place it).
     func nextLoop() -> WebSocketEventLoop? { group?.next() }

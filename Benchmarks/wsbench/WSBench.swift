@@ -77,6 +77,9 @@ struct WSBench: AsyncParsableCommand {
     @Flag(help: "W2: send distinct JSON texts (a trade feed) instead of one repeated binary payload.")
     var json = false
 
+    @Flag(help: "autobahn: read each message in pieces as it arrives (streamsIncomingMessages) and echo it piece by piece (send(streaming:as:)).")
+    var stream = false
+
     @Option(help: "W7: seconds to hold the connections open (default 45).")
     var hold: Double?
 
@@ -148,7 +151,8 @@ struct WSBench: AsyncParsableCommand {
             connections: connections ?? workload.defaultConnections(count: count),
             configuration: configuration,
             group: loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") },
-            hold: .milliseconds(Int64((hold ?? 45) * 1000)), readsBatches: batches, sendsJSON: json)
+            hold: .milliseconds(Int64((hold ?? 45) * 1000)), readsBatches: batches, sendsJSON: json,
+            streamsMessages: stream)
     }
 
     /// Runs the workload; when `timeLimit` passes first, cancels it and returns what it
