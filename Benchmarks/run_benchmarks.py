@@ -497,6 +497,32 @@ W8_RSS_LIMIT_MB = 32
 W8_RATE_OF_W3 = 0.5
 
 
+# The messages issue's target for batches: W4 and W6 read through `messageBatches` (the
+# `ours-batches` peer column) at least 1.3x picows' figure in the same run.
+BATCHES_OVER_PICOWS = 1.3
+
+
+def batches_lines(results, peers):
+    """ours-batches against picows on W4 and W6, when both ran; markdown lines."""
+    if "ours-batches" not in peers or "picows" not in peers:
+        return []
+    lines = [f"`messageBatches` (the `ours-batches` column) against picows, medians of this run; the target is "
+             f"≥ {BATCHES_OVER_PICOWS:.1f}x:", ""]
+    for scheme in ("ws", "wss"):
+        cells = []
+        for workload in ("W4", "W6"):
+            if (scheme, workload, "picows") not in results:
+                continue
+            batches = peer_median(results[(scheme, workload, "ours-batches")], "msgs_per_s")
+            picows = peer_median(results[(scheme, workload, "picows")], "msgs_per_s")
+            ratio = batches / picows if batches and picows else None
+            met = "" if ratio is None else (" ✓" if ratio >= BATCHES_OVER_PICOWS else " ✗")
+            cells.append(f"{workload} {fmt(batches)} / {fmt(picows)} = {fmt(ratio)}x{met}")
+        if cells:
+            lines.append(f"- {scheme}://: " + "; ".join(cells))
+    return lines + [""]
+
+
 def streamed_section(args, server, results, runs):
     """W8 for ours, `runs` times against the plain server; markdown lines."""
     reports = []
@@ -590,7 +616,9 @@ def main():
     w3 = []
     for client in clients:
         reports = results[("ws", "W3", client)]
-        per_byte = median(r["_client_cpu_s"] / (2 * r["count"] * 4 * 1024 * 1024) * 1e9 for r in reports if r.get("ok"))
+        # A column with no W3 of its own (ours-batches) reports ok with a count of 0: n/a.
+        per_byte = median(r["_client_cpu_s"] / (2 * r["count"] * 4 * 1024 * 1024) * 1e9
+                          for r in reports if r.get("ok") and r.get("count"))
         w3.append(f"{client} {fmt(per_byte)} ns")
 
     def failures(scheme):
@@ -635,6 +663,7 @@ def main():
     lines += peer_lines
     lines += ["", "## Over ws://", "", *table, "",
               f"Runs that did not complete: {failures('ws')}.", "",
+              *batches_lines(results, peers),
               "Before and after: the ratios to raw C where the hot-path issue started (its table: one interleaved "
               "run of 3 repetitions against a C lws echo server, W6 and TLS not yet measured) and in this run. "
               "The load averages above are this run's.", "",

@@ -243,16 +243,16 @@ package struct MessageAssembler {
         _ bytes: UnsafeRawBufferPointer, of message: Partial, endOfMessage: Bool, into events: inout [InboundEvent]
     ) throws(ProtocolFailure) {
         if message.isCompressed {
-            try inflate(bytes, endOfMessage: endOfMessage)
-            var inflated: [UInt8] = []
-            swap(&inflated, &payload)
-            let handedOn = inflated.withUnsafeBytes { piece in
-                Result { () throws(ProtocolFailure) in try handOn(piece, of: message.kind, into: &events) }
-            }
-            inflated.removeAll(keepingCapacity: inflated.capacity <= 64 * 1024)
-            swap(&inflated, &payload)
-            validatedCount = 0
-            try handedOn.get()
+            // Inflated a slice at a time, so a piece stays small however far the data
+            // inflates (deflate reaches about 1,000:1): at most `streamedPieceTarget` plus
+            // what one slice makes.
+            var rest = bytes
+            repeat {
+                let slice = UnsafeRawBufferPointer(rebasing: rest.prefix(Self.streamedInflateSlice))
+                rest = UnsafeRawBufferPointer(rebasing: rest.dropFirst(slice.count))
+                try inflate(slice, endOfMessage: endOfMessage && rest.isEmpty)
+                if payload.count >= Self.streamedPieceTarget || rest.isEmpty { try handOnInflated(of: message.kind, into: &events) }
+            } while !rest.isEmpty
         } else {
             if message.kind == .text, !validator.validate(bytes) { throw .invalidPayload("invalid UTF-8 in a text message") }
             try handOn(bytes, of: message.kind, into: &events)
@@ -265,6 +265,24 @@ package struct MessageAssembler {
         } else {
             events.append(.message(.binary(Data())))
         }
+    }
+
+    /// Compressed input inflated per step when streaming: 1 KiB inflates to at most about 1 MiB.
+    static let streamedInflateSlice = 1024
+    /// Inflated bytes gathered before they are handed on as a piece when streaming.
+    static let streamedPieceTarget = 64 * 1024
+
+    /// Hands on what ``payload`` holds (inflated, validated), leaving it empty.
+    private mutating func handOnInflated(of kind: Kind, into events: inout [InboundEvent]) throws(ProtocolFailure) {
+        var inflated: [UInt8] = []
+        swap(&inflated, &payload)
+        let handedOn = inflated.withUnsafeBytes { piece in
+            Result { () throws(ProtocolFailure) in try handOn(piece, of: kind, into: &events) }
+        }
+        inflated.removeAll(keepingCapacity: inflated.capacity <= 2 * Self.streamedPieceTarget)
+        swap(&inflated, &payload)
+        validatedCount = 0
+        try handedOn.get()
     }
 
     /// Hands on validated payload of the streamed message; text up to its last whole code point.
