@@ -37,7 +37,8 @@ package final class MessageInflater: MessageDecompressor {
     /// zlib's inflate state, allocated with the object and released in `deinit`.
     private let stream: UnsafeMutablePointer<z_stream>
     /// Whether zlib's state is allocated (`inflateEnd` is owed). Without context takeover
-    /// it is freed after each message and allocated again by the next one.
+    /// it is reset after each message, kept through the messages of one read, and freed
+    /// when a read is used up between messages (``pausedBetweenMessages()``).
     private var isStreamInitialized = false
     /// Whether the server resets its window after each message (`server_no_context_takeover`).
     private let resetsAfterEachMessage: Bool
@@ -110,11 +111,19 @@ package final class MessageInflater: MessageDecompressor {
             }
         }
         hasInputSinceBoundary = false
-        if resetsAfterEachMessage, isStreamInitialized {
-            inflateEnd(stream)
-            isStreamInitialized = false
+        if resetsAfterEachMessage, isStreamInitialized, inflateReset(stream) != Z_OK {
+            return remember(.corrupt("zlib could not reset the inflate stream"))
         }
         return .ok
+    }
+
+    /// The bytes read so far are used up and no message is in progress: without context
+    /// takeover nothing needs the window until the next message, so zlib's memory is freed
+    /// (an idle connection holds none); with it the window is the context, and stays.
+    package func pausedBetweenMessages() {
+        guard resetsAfterEachMessage, isStreamInitialized, !hasInputSinceBoundary else { return }
+        inflateEnd(stream)
+        isStreamInitialized = false
     }
 
     /// Keeps a failing outcome so later calls refuse to continue; returns `outcome`.

@@ -102,7 +102,10 @@ package struct MessageAssembler {
     ) -> Int {
         guard !isFinished else { return bytes.count }
         arena.isEnabled = bytes.count >= PayloadArena.worthwhileChunk
-        defer { arena.retire() }
+        defer {
+            arena.retire()
+            if partial == nil { inflater?.pausedBetweenMessages() }
+        }
         var messages = 0
         var messageBytes = 0
         var input = bytes

@@ -9,6 +9,9 @@ package protocol MessageDecompressor: AnyObject {
     /// The message's payload has all arrived: decompresses what is left (with the 4-octet
     /// tail RFC 7692 7.2.2 has the sender strip).
     func finishMessage(into output: inout [UInt8], limit: Int) -> DecompressionOutcome
+    /// A read is used up between messages: memory that only a message in progress needs
+    /// may be released (kept through the messages of one read, which come in bursts).
+    func pausedBetweenMessages()
 }
 
 /// What decompressing part of a message came to.

@@ -360,7 +360,7 @@ struct FrameWriterTests {
         #expect(events(of: frames, inflater: inflater).count == 5)
     }
 
-    @Test("without context takeover, zlib's memory is freed between messages")
+    @Test("without context takeover, zlib's memory is freed between messages (the inflater's once a read is used up)")
     func noContextTakeoverFreesMemory() throws {
         var parameters = DeflateParameters()
         parameters.clientNoContextTakeover = true
@@ -377,12 +377,19 @@ struct FrameWriterTests {
         #expect(output.withUnsafeBytes { inflater.inflate($0, into: &inflated, limit: 1 << 20) } == .ok)
         #expect(inflater.holdsDecompressorMemory)
         #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
+        #expect(inflater.holdsDecompressorMemory)   // kept for the read's next message
+        inflater.pausedBetweenMessages()
         #expect(!inflater.holdsDecompressorMemory)
         #expect(inflated == text)
         // The next message starts a fresh stream, and still round-trips.
         output.removeAll()
         inflated.removeAll()
         text.withUnsafeBytes { deflater.compress($0, into: &output) }
+        _ = output.withUnsafeBytes { inflater.inflate($0, into: &inflated, limit: 1 << 20) }
+        #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
+        #expect(inflated == text)
+        // Reset, not freed, within a read: the message after it starts from an empty window.
+        inflated.removeAll()
         _ = output.withUnsafeBytes { inflater.inflate($0, into: &inflated, limit: 1 << 20) }
         #expect(inflater.finishMessage(into: &inflated, limit: 1 << 20) == .ok)
         #expect(inflated == text)
