@@ -68,12 +68,12 @@ bin="$(swift build -c "$config" --show-bin-path)"
 
 # One run per way of reading: a label, "|", wsbench's flags for it, and for the quick mode
 # "|" and the cases of that run (default: $cases).
-offers=("default offer|")
+offers=("Default offer|")
 if [[ "$mode" == full ]]; then
-    offers+=("client_max_window_bits=9, client_no_context_takeover|--client-max-window-bits 9 --client-no-context-takeover")
-    offers+=("default offer, messages read and echoed in pieces (streamsIncomingMessages, send(streaming:as:))|--stream")
+    offers+=("Offer of client_max_window_bits=9, client_no_context_takeover|--client-max-window-bits 9 --client-no-context-takeover")
+    offers+=("Default offer, messages read and echoed in pieces (streamsIncomingMessages, send(streaming:as:))|--stream")
 else
-    offers+=("messages in pieces|--stream|1.2.8,5.15,5.20,6.4.3,6.4.4,9.1.1,9.2.1,12.2.3,13.3.2")
+    offers+=("Messages in pieces|--stream|1.2.8,5.15,5.20,6.4.3,6.4.4,9.1.1,9.2.1,12.2.3,13.3.2")
 fi
 summaries=()
 index=0

@@ -81,7 +81,7 @@ def section(label, summary):
         counts[verdict if verdict in counts else "FAILED"] += 1
     totals = {verdict: sum(counts[verdict] for counts in categories.values()) for verdict in ORDER}
     lines = [
-        f"## {label[0].upper() + label[1:]}",
+        f"## {label}",
         "",
         f"Cases run: {len(cases)} of 517, in {summary.get('elapsed_s', 0) / 60:.0f} minutes"
         + ("" if summary.get("complete", True) else " (the run did not complete)") + ".",
