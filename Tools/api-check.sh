@@ -55,7 +55,10 @@ PY
         name=${symbol%%(*}
         # An accessor's change is listed under its property's name.
         case "$change" in Accessor*) name=${name%.*} ;; esac
-        if grep -qxF -- "${name##*.}" <<<"$not_public"; then
+        # A member of a package type is no more public than its type.
+        owner=${name%%.*}
+        if grep -qxF -- "${name##*.}" <<<"$not_public" \
+            || { [[ "$name" == *.* ]] && grep -qxF -- "$owner" <<<"$not_public"; }; then
             echo "api-check: $module: $change (package or SPI, not public API)"
         elif grep -qF -- "\`$name" <<<"$allowed"; then
             echo "api-check: $module: $change (listed under Breaking)"
