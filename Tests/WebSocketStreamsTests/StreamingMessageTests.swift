@@ -202,6 +202,26 @@ struct StreamingMessageTests {
         }
     }
 
+    @Test("each piece goes out as it comes: the peer has the first before the producer makes the second", .timeLimit(.minutes(1)))
+    func piecesAreNotHeldBack() async throws {
+        try await withTestServer { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/frame-echo"), configuration: streaming())
+            let (source, feed) = AsyncStream.makeStream(of: Data.self)
+            async let streamed: Void = connection.send(streaming: source, as: .binary)
+            feed.yield(Data([1, 2, 3]))
+            var messages = connection.messageStreams.makeAsyncIterator()
+            let message = try #require(await messages.next())
+            var pieces = message.makeAsyncIterator()
+            #expect(try await pieces.next() == Data([1, 2, 3]))   // echoed while the stream is still open
+            feed.yield(Data([4]))
+            feed.finish()
+            try await streamed
+            #expect(try await pieces.next() == Data([4]))
+            #expect(try await pieces.next() == nil)
+            await connection.close()
+        }
+    }
+
     @Test("a piece sequence that throws mid-message: send throws its error and the connection closes with 1011")
     func abandonedSend() async throws {
         try await withTestServer { server in

@@ -7,34 +7,27 @@ extension ClientConnection {
     func send<Pieces: AsyncSequence>(streaming pieces: Pieces, as kind: WebSocketMessageKind) async throws
     where Pieces.Element == Data {
         var iterator = pieces.makeAsyncIterator()
-        guard var piece = try await iterator.next(isolation: #isolation) else {
-            try await send(kind == .text ? .text("") : .binary(Data()))
-            return
-        }
         var validator = UTF8Validator()
         var started = false
         do {
-            while true {
-                // One piece is held back, so the last one is known to be the last.
-                let following = try await iterator.next(isolation: #isolation)
-                if kind == .text {
-                    let valid = piece.withUnsafeBytes { validator.validate($0) }
-                    guard valid, following != nil || validator.isComplete else {
-                        throw WebSocketError.invalidMessage("the pieces of a streamed text message are not UTF-8")
-                    }
+            // Each piece goes out as it comes (a producer's piece is never held back waiting
+            // for the next); an empty last frame ends the message once the sequence does.
+            while let piece = try await iterator.next(isolation: #isolation) {
+                if kind == .text, !piece.withUnsafeBytes({ validator.validate($0) }) {
+                    throw WebSocketError.invalidMessage("the pieces of a streamed text message are not UTF-8")
                 }
-                guard started || following != nil else {
-                    // A single piece is a whole message (it may be compressed).
-                    try await send(kind == .text ? .text(String(decoding: piece, as: UTF8.self)) : .binary(piece))
-                    return
-                }
-                let position: OutgoingMessage.Position =
-                    !started ? .first(kind) : following == nil ? .last(kind) : .middle
+                let position: OutgoingMessage.Position = started ? .middle : .first(kind)
                 try await enqueue(OutgoingMessage(message: .binary(piece), mayCompress: false, position: position))
                 started = true
-                guard let following else { return }
-                piece = following
             }
+            guard started else {
+                try await send(kind == .text ? .text("") : .binary(Data()))
+                return
+            }
+            if kind == .text, !validator.isComplete {
+                throw WebSocketError.invalidMessage("the pieces of a streamed text message end inside a UTF-8 sequence")
+            }
+            try await enqueue(OutgoingMessage(message: .binary(Data()), mayCompress: false, position: .last(kind)))
         } catch {
             // Frames of the message are out and its end never will be: no other message
             // may follow them, so the connection ends.

@@ -28,12 +28,12 @@ extension WebSocket {
     /// Sends one message made of `pieces`, as they come: for messages too large to hold
     /// (a file, a dump), or produced over time.
     ///
-    /// Each piece goes out as one or more frames of the message (one piece is held back,
-    /// so the last frame is known). Pieces wait for room as ``send(_:)`` does, behind
+    /// Each piece goes out as one or more frames of the message as soon as it comes, and an
+    /// empty final frame ends the message when `pieces` does. Pieces wait for room as ``send(_:)`` does, behind
     /// ``WebSocketConfiguration/maxBufferedSendBytes``, so memory stays bounded whatever
     /// the message's size. While the message is being sent, other messages (from any task)
     /// wait for it to finish; pings, pongs and the close frame may go between its frames.
-    /// The pieces are not compressed; a sequence of one piece is sent as ``send(_:)`` sends it.
+    /// The pieces are not compressed; an empty sequence sends an empty message.
     ///
     /// A message started cannot be taken back: if `pieces` throws, the task is cancelled
     /// while waiting for room, or (for `.text`) the pieces are not UTF-8, after some of
