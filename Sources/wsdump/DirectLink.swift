@@ -24,23 +24,16 @@ struct DirectLink: SessionLink {
         Task { [connection] in
             var messages = connection.messageStreams.makeAsyncIterator()
             while let message = await messages.next() {
-                var pieces = message.makeAsyncIterator()
-                var index = 0
+                // Each piece is shown as it comes; the end, once the message has no more.
+                var count = 0
                 var byteCount = 0
-                // One piece is read ahead, so the last is known to be the last.
-                var current: Data? = try? await pieces.next()
-                if current == nil {
-                    await deliver(ReceivedPiece(kind: message.kind, bytes: Data(), index: 0, byteCount: 0, isLast: true))
-                    continue
-                }
-                while let piece = current {
-                    let following = try? await pieces.next()
+                var pieces = message.makeAsyncIterator()
+                while let piece = try? await pieces.next() {
                     byteCount += piece.count
-                    await deliver(ReceivedPiece(
-                        kind: message.kind, bytes: piece, index: index, byteCount: byteCount, isLast: following == nil))
-                    index += 1
-                    current = following
+                    await deliver(ReceivedPiece(kind: message.kind, bytes: piece, index: count, byteCount: byteCount, isLast: false))
+                    count += 1
                 }
+                await deliver(ReceivedPiece(kind: message.kind, bytes: Data(), index: count, byteCount: byteCount, isLast: true))
             }
             ended()
         }

@@ -25,6 +25,7 @@ extension Session {
         if let count = options.count, receivedCount >= count { return }
         switch piece.kind {
         case .text:
+            // The prefix with the first piece (or with the end of an empty message).
             var bytes: [UInt8] = piece.index == 0 && formatter.decorated ? Array("< ".utf8) : []
             bytes += piece.bytes
             if piece.isLast { bytes.append(0x0A) }
@@ -33,7 +34,7 @@ extension Session {
             console.printRaw(Array(piece.bytes))
         case .binary:
             if piece.isLast {
-                let line = "binary (\(MessageFormatter.byteCount(piece.byteCount)), in \(piece.index + 1) pieces)"
+                let line = "binary (\(MessageFormatter.byteCount(piece.byteCount)), in \(piece.index) pieces)"
                 printData([dataPalette.received(formatter.decorated ? "< " + line : line)])
             }
         }

@@ -309,7 +309,7 @@ package struct MessageAssembler {
 
     /// Where the last whole code point of `bytes` (a valid prefix of UTF-8) ends.
     static func lastCodePointBoundary(in bytes: [UInt8]) -> Int {
-        for back in 1...min(3, max(1, bytes.count)) where back <= bytes.count {
+        for back in 1...3 where back <= bytes.count {
             let byte = bytes[bytes.count - back]
             if byte & 0xC0 == 0x80 { continue }   // a continuation byte: look further back
             let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
