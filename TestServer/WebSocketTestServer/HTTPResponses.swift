@@ -20,11 +20,19 @@ enum HTTPResponses {
     /// A complete error response with a plain-text `body`: 401 adds `WWW-Authenticate`,
     /// 429 and 503 a `Retry-After` (1 unless `retryAfter` says otherwise), and `location`
     /// a `Location`.
-    static func rejection(status: Int, body: String, retryAfter: String?, location: String?) -> [UInt8] {
+    static func rejection(
+        status: Int, body: String, retryAfter: String?, location: String?, headers: [String: String] = [:]
+    ) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n"
         if let location { head += "Location: \(location)\r\n" }
-        if status == 401 { head += "WWW-Authenticate: Bearer realm=\"test-server\"\r\n" }
-        if let retryAfter = retryAfter ?? ((status == 429 || status == 503) ? "1" : nil) {
+        let named = Set(headers.keys.map { $0.lowercased() })
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            // A handler's header is the test's word, but never a second head.
+            let clean = { (text: String) in text.filter { $0 != "\r" && $0 != "\n" } }
+            head += "\(clean(name)): \(clean(value))\r\n"
+        }
+        if status == 401, !named.contains("www-authenticate") { head += "WWW-Authenticate: Bearer realm=\"test-server\"\r\n" }
+        if let retryAfter = retryAfter ?? ((status == 429 || status == 503) && !named.contains("retry-after") ? "1" : nil) {
             head += "Retry-After: \(retryAfter)\r\n"
         }
         head += "Content-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"

@@ -1,7 +1,9 @@
 import CLibWebSockets
 import DequeModule
+import FoundationEssentials
 import Glibc
 import LibWebSocketsLoop
+import WebSocketStreams
 
 /// One WebSocket connection of the test server, served by its route.
 ///
@@ -29,7 +31,8 @@ final class ServerConnection {
     let recorder: ServerRecorder
     private var outbound = Deque<Frame>()
     private var outboundBytes = 0
-    private var readingPaused = false
+    /// Why reading the socket is paused; it reads while this is empty.
+    private var readingPauses: ReadingPauses = []
     /// The message being received: `LWS_PRE` bytes of header room, then what has arrived.
     private var partial: [UInt8] = []
     /// An empty buffer with room, from an echo written, for the next message received.
@@ -46,8 +49,13 @@ final class ServerConnection {
     let recordTexts: Bool
     /// The connection's wsi while it exists.
     var wsi: OpaquePointer?
-    /// The close code the server is going away with (``goAway(_:code:)``), once asked.
-    private var goingAwayCode: UInt32?
+    /// How the server ends the connection at its next timer callback, once asked
+    /// (``goAway(_:code:)``, a handler's `close` or `drop`).
+    private var ending: Ending?
+    /// An ending asked for while frames were still queued: it comes once they are written.
+    private var endingAfterWrites: Ending?
+    /// A handler's bridge, on a handler's path.
+    var handler: HandlerLink?
     /// `/echo?delay=MS`: replies held until the connection's timer fires.
     private var delayedReplies: [Frame] = []
 
@@ -83,7 +91,7 @@ final class ServerConnection {
         case .close(_, _, let after), .drop(let after):
             EventLoopThread.setTimer(of: wsi, after: .milliseconds(max(0, after)))
         case .stall(let resumeAfter):
-            lws_rx_flow_control(wsi, 0)
+            setReading(paused: true, for: .route, wsi)
             if let resumeAfter { EventLoopThread.setTimer(of: wsi, after: .milliseconds(max(0, resumeAfter))) }
         case .headers:
             enqueue(wsi, payload: Array(headersJSON.utf8), binary: false)
@@ -97,7 +105,7 @@ final class ServerConnection {
             } else {
                 enqueue(wsi, payload: first + second, binary: false)
             }
-        case .echo, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
+        case .echo, .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls, .handler:
             break
         }
     }
@@ -105,14 +113,45 @@ final class ServerConnection {
     /// Closes the connection with a close frame carrying `code` (the server is going away),
     /// at the connection's next timer callback: lws sends the frame as the callback returns -1.
     func goAway(_ wsi: OpaquePointer, code: UInt32) {
-        goingAwayCode = code
+        ending = .close(code: UInt16(clamping: code), reason: "")
         EventLoopThread.setTimer(of: wsi, after: .microseconds(1))
     }
 
+    /// Ends the connection as `ending` says once every queued frame is written: the same
+    /// timer path as `/close`, `/drop` and ``goAway(_:code:)``.
+    func requestEnding(_ ending: Ending, _ wsi: OpaquePointer) {
+        guard self.ending == nil else { return }
+        if current == nil, outbound.isEmpty {
+            self.ending = ending
+            EventLoopThread.setTimer(of: wsi, after: .microseconds(1))
+        } else {
+            endingAfterWrites = ending
+            lws_callback_on_writable(wsi)
+        }
+    }
+
+    /// Pauses or resumes reading the socket for `reason`; lws reads while no reason holds.
+    func setReading(paused: Bool, for reason: ReadingPauses, _ wsi: OpaquePointer) {
+        let wasPaused = !readingPauses.isEmpty
+        if paused { readingPauses.insert(reason) } else { readingPauses.remove(reason) }
+        if wasPaused != !readingPauses.isEmpty { lws_rx_flow_control(wsi, readingPauses.isEmpty ? 1 : 0) }
+    }
+
     func timerFired(_ wsi: OpaquePointer) -> Int32 {
-        if let goingAwayCode {
-            wss_close_reason(wsi, goingAwayCode, nil, 0)
+        switch ending {
+        case .close(let code, let reason)?:
+            var reason = reason
+            reason.withUTF8 { wss_close_reason(wsi, UInt32(code), $0.baseAddress, min($0.count, 123)) }
+            recorder.change(id) { record in
+                record.closeCodeSent = WebSocketCloseCode(rawValue: code)
+                record.closeReasonSent = reason
+            }
             return -1
+        case .drop?:
+            // No close reason: lws drops the socket without a close frame.
+            return -1
+        case nil:
+            break
         }
         switch route {
         case .echo(let delay) where delay > 0:
@@ -120,14 +159,13 @@ final class ServerConnection {
             delayedReplies = []
             return 0
         case .close(let code, let reason, _):
-            var reason = reason
-            reason.withUTF8 { wss_close_reason(wsi, UInt32(code), $0.baseAddress, min($0.count, 123)) }
-            return -1
+            ending = .close(code: code, reason: reason)
+            return timerFired(wsi)
         case .drop:
-            // No close reason: lws drops the socket without a close frame.
-            return -1
+            ending = .drop
+            return timerFired(wsi)
         case .stall(resumeAfterMilliseconds: .some):
-            lws_rx_flow_control(wsi, 1)
+            setReading(paused: false, for: .route, wsi)
             return 0
         default:
             return 0
@@ -167,6 +205,11 @@ final class ServerConnection {
             EventLoopThread.setTimer(of: wsi, after: .milliseconds(delay))
         case .echo, .push, .headers, .close, .drop, .badUTF8, .stall(resumeAfterMilliseconds: .some):
             enqueue(wsi, message)
+        case .handler:
+            let payload = message.bytes[Self.headroom...]
+            let delivered: WebSocketMessage = partialIsBinary
+                ? .binary(Data(payload)) : .text(String(decoding: payload, as: UTF8.self))
+            if handler?.deliver(delivered) == .pauseReading { setReading(paused: true, for: .handlerInbox, wsi) }
         case .stall(resumeAfterMilliseconds: nil), .reject, .slow, .hang, .uncompressed, .hostile, .frameEcho, .hugeHeaders, .tls:
             break
         }
@@ -179,7 +222,7 @@ final class ServerConnection {
         enqueue(wsi, payload: payload, flags: binary ? LWS_WRITE_BINARY.rawValue : LWS_WRITE_TEXT.rawValue)
     }
 
-    private func enqueue(_ wsi: OpaquePointer, payload: [UInt8], flags: UInt32) {
+    func enqueue(_ wsi: OpaquePointer, payload: [UInt8], flags: UInt32) {
         var bytes = [UInt8](repeating: 0, count: Self.headroom)
         bytes.append(contentsOf: payload)
         enqueue(wsi, Frame(bytes: bytes, flags: flags))
@@ -188,10 +231,7 @@ final class ServerConnection {
     private func enqueue(_ wsi: OpaquePointer, _ frame: Frame) {
         outbound.append(frame)
         outboundBytes += frame.payloadCount
-        if outboundBytes > Self.outboundHighWatermark, !readingPaused {
-            readingPaused = true
-            lws_rx_flow_control(wsi, 0)
-        }
+        if outboundBytes > Self.outboundHighWatermark { setReading(paused: true, for: .outboundBacklog, wsi) }
         lws_callback_on_writable(wsi)
     }
 
@@ -254,6 +294,7 @@ final class ServerConnection {
             offset += length
             if last {
                 outboundBytes -= total
+                handler?.wrote(total)
                 // lws has taken the frame (what the socket did not, it copied): its buffer
                 // can hold the next message.
                 if frame.bytes.capacity <= Self.largestReservation, frame.bytes.capacity > spareBuffer.capacity {
@@ -264,9 +305,12 @@ final class ServerConnection {
                 current = (frame, offset)
             }
         }
-        if readingPaused, outboundBytes < Self.outboundHighWatermark / 4 {
-            readingPaused = false
-            lws_rx_flow_control(wsi, 1)
+        if readingPauses.contains(.outboundBacklog), outboundBytes < Self.outboundHighWatermark / 4 {
+            setReading(paused: false, for: .outboundBacklog, wsi)
+        }
+        if let endingAfterWrites, current == nil, outbound.isEmpty {
+            self.endingAfterWrites = nil
+            requestEnding(endingAfterWrites, wsi)
         }
         var more = current != nil || !outbound.isEmpty
         if case .push(let count, _, _, _) = route, pushed < count { more = true }
@@ -326,5 +370,28 @@ final class ServerConnection {
                     .copyMemory(from: bytes.baseAddress! + overlap.lowerBound, byteCount: overlap.count)
             }
         }
+    }
+}
+
+extension ServerConnection {
+    /// How the server ends a connection itself.
+    enum Ending: Sendable {
+        /// A close frame with `code` and `reason`, then the close handshake.
+        case close(code: UInt16, reason: String)
+        /// TCP closed without a close frame.
+        case drop
+    }
+
+    /// Why the server stopped reading a connection's socket.
+    struct ReadingPauses: OptionSet, Sendable {
+        let rawValue: UInt8
+        /// More than ``outboundHighWatermark`` bytes wait to be written to the client.
+        static let outboundBacklog = ReadingPauses(rawValue: 1 << 0)
+        /// The route stops reading (`/stall`).
+        static let route = ReadingPauses(rawValue: 1 << 1)
+        /// A handler has too much unread (``HandlerLink/inboxHighWater``).
+        static let handlerInbox = ReadingPauses(rawValue: 1 << 2)
+        /// A handler asked (`stopReading()`).
+        static let handlerAsked = ReadingPauses(rawValue: 1 << 3)
     }
 }

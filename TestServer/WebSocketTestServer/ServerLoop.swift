@@ -1,4 +1,5 @@
 import LibWebSocketsLoop
+import SynchronizationSupport
 import CLibWebSockets
 import Glibc
 import Logging
@@ -20,6 +21,10 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         var logger: Logger
         /// A Unix domain socket to listen on as well (`ws+unix:` URLs), or `nil`.
         var unixSocketPath: String? = nil
+        /// Paths served by handlers of the server's user.
+        var handlers: [String: TestServer.Handler] = [:]
+        /// A handler for every path, built-in ones included (`TestServer --replay`).
+        var fallbackHandler: TestServer.Handler? = nil
     }
 
     /// lws's server frame parser corrupts compressed input when permessage-deflate has to
@@ -34,9 +39,27 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     /// Subprotocols the server accepts; a client offering only others is rejected.
     static let subprotocols = ["chat", "superchat", "json"]
 
-    // nonisolated(unsafe): written once while initialised, then only read (by lws).
-    nonisolated(unsafe) static let protocols: UnsafeMutablePointer<lws_protocols> = {
-        let names = ["test-server"] + subprotocols + [rawProtocolName]
+    /// The protocol table of a server whose handlers add `extraSubprotocols`: one per list,
+    /// made once and kept for the process (lws reads it as long as a context lives).
+    static func protocols(extraSubprotocols: [String]) -> UnsafeMutablePointer<lws_protocols> {
+        let names = ["test-server"] + subprotocols + extraSubprotocols.filter { !subprotocols.contains($0) } + [rawProtocolName]
+        return protocolTables.withLock { tables in
+            if let table = tables[names] { return table.pointer }
+            let table = makeProtocolTable(names)
+            tables[names] = .init(pointer: table)
+            return table
+        }
+    }
+
+    /// A table pointer, kept in ``protocolTables``.
+    // @unchecked: the table is written once before it is shared, then only read (by lws).
+    private struct ProtocolTable: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<lws_protocols>
+    }
+
+    private static let protocolTables = AnnotatedMutex([[String]: ProtocolTable]())
+
+    private static func makeProtocolTable(_ names: [String]) -> UnsafeMutablePointer<lws_protocols> {
         let table = UnsafeMutablePointer<lws_protocols>.allocate(capacity: names.count + 1)
         table.initialize(repeating: lws_protocols(), count: names.count + 1)
         for (index, name) in names.enumerated() {
@@ -47,7 +70,7 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
             table[index].tx_packet_size = 256 * 1024
         }
         return table
-    }()
+    }
 
     let settings: Settings
     let recorder: ServerRecorder
@@ -60,6 +83,10 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     private var refuseUntil: ContinuousClock.Instant?
     /// Sockets taken from lws, waiting to be adopted back as raw sockets on the next pass.
     private var pendingAdoptions: [(peer: RawPeer, descriptor: Int32)] = []
+    /// Handler connections by id, for the work their handlers post.
+    private var handlerConnections: [Int: ServerConnection] = [:]
+    /// Runs handler bodies; set before the loop starts when the server has handlers.
+    var runner: HandlerRunner?
     /// The thread that services this loop; set right after both are created.
     weak var thread: EventLoopThread?
     let pushBuffer: UnsafeMutableRawPointer
@@ -92,7 +119,9 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         info.port = Int32(settings.port)
         // Raw routes (e.g. /frame-echo) read this much per pass, as the client does.
         info.pt_serv_buf_size = 256 * 1024
-        info.protocols = UnsafePointer(Self.protocols)
+        let extraSubprotocols = (Array(settings.handlers.values) + [settings.fallbackHandler].compactMap { $0 })
+            .flatMap(\.subprotocols)
+        info.protocols = UnsafePointer(Self.protocols(extraSubprotocols: extraSubprotocols))
         info.extensions = settings.compression ? UnsafePointer(ServerTables.deflateExtensions) : nil
         info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) | UInt64(LWS_SERVER_OPTION_VALIDATE_UTF8)
         // lws 4.1.6 binds an IPv6 socket to every address when given an IPv4 `iface`: with
@@ -198,6 +227,19 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     private func confirmUpgrade(_ wsi: OpaquePointer) -> Int32 {
         let path = header(wsi, WSI_TOKEN_GET_URI) ?? "/"
         let query = queryParameters(wsi)
+        if let handler = handler(forPath: path) {
+            guard let decide = handler.upgrade else { return 0 }
+            let request = TestServer.UpgradeRequest(
+                path: path, query: query, headers: requestHeaders(wsi, extra: query["custom"], names: handler.headerNames),
+                offeredSubprotocols: offeredSubprotocols(wsi))
+            switch decide(request) {
+            case .accept:
+                return 0
+            case .reject(let status, let headers, let body):
+                recorder.rejected(path: path, status: status)
+                return reject(wsi, status: status, body: body, retryAfter: nil, location: nil, headers: headers)
+            }
+        }
         let route = ServerRoute(path: path, query: query)
         if case .reject(let status, let body, let retryAfter, let location) = route {
             recorder.rejected(path: path, status: status)
@@ -217,8 +259,10 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     }
 
     /// Writes a complete HTTP error response and tells lws the request is handled.
-    private func reject(_ wsi: OpaquePointer, status: Int, body: String, retryAfter: String?, location: String?) -> Int32 {
-        let response = HTTPResponses.rejection(status: status, body: body, retryAfter: retryAfter, location: location)
+    private func reject(
+        _ wsi: OpaquePointer, status: Int, body: String, retryAfter: String?, location: String?, headers: [String: String] = [:]
+    ) -> Int32 {
+        let response = HTTPResponses.rejection(status: status, body: body, retryAfter: retryAfter, location: location, headers: headers)
         var bytes = [UInt8](repeating: 0, count: ServerConnection.headroom) + response
         _ = bytes.withUnsafeMutableBufferPointer { buffer in
             wss_write(wsi, buffer.baseAddress! + ServerConnection.headroom, response.count, LWS_WRITE_HTTP.rawValue)
@@ -234,8 +278,9 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
     private func established(_ wsi: OpaquePointer) {
         let path = header(wsi, WSI_TOKEN_GET_URI) ?? "/"
         let query = queryParameters(wsi)
-        let route = ServerRoute(path: path, query: query)
-        let headers = requestHeaders(wsi, extra: query["custom"])
+        let handler = handler(forPath: path)
+        let route = handler == nil ? ServerRoute(path: path, query: query) : .handler
+        let headers = requestHeaders(wsi, extra: query["custom"], names: handler?.headerNames ?? [])
         let offered = header(wsi, WSI_TOKEN_PROTOCOL)
         let selected = offered == nil ? nil : lws_get_protocol(wsi).map { String(cString: $0.pointee.name) }
         let compressed = settings.compression && (headers["sec-websocket-extensions"]?.contains("permessage-deflate") ?? false)
@@ -260,8 +305,34 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
             id: id, route: route, recorder: recorder, compressed: compressed, recordTexts: settings.recordTexts)
         connection.wsi = wsi
         attach(connection, to: wsi)
+        if let handler, let runner, let thread {
+            let link = HandlerLink(id: id, loop: self, thread: thread)
+            connection.handler = link
+            handlerConnections[id] = connection
+            let request = TestServer.UpgradeRequest(
+                path: path, query: query, headers: headers, offeredSubprotocols: offeredSubprotocols(wsi))
+            runner.start(handler.body, on: TestServer.Connection(link: link, request: request, subprotocol: selected))
+            return
+        }
         let seen = HandshakeSeen(path: path, subprotocol: selected, compressed: compressed, headers: headers)
         connection.established(wsi, headersJSON: seen.json)
+    }
+
+    /// The handler serving `path`, if any.
+    private func handler(forPath path: String) -> TestServer.Handler? {
+        settings.fallbackHandler ?? settings.handlers[path]
+    }
+
+    /// The open handler connection `id` and its wsi.
+    func handlerConnection(_ id: Int) -> (ServerConnection, OpaquePointer)? {
+        guard let connection = handlerConnections[id], let wsi = connection.wsi else { return nil }
+        return (connection, wsi)
+    }
+
+    /// The subprotocols the client offered, in its order.
+    private func offeredSubprotocols(_ wsi: OpaquePointer) -> [String] {
+        (header(wsi, WSI_TOKEN_PROTOCOL) ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: " \t") }.filter { !$0.isEmpty }
     }
 
     private func handle(
@@ -290,12 +361,17 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
                 record.closeReasonReceived = reason
                 record.closeReceivedAt = .now
             }
+            connection.handler?.clientClosed(code: code, reason: reason)
+        case LWS_CALLBACK_RECEIVE_PONG:
+            recorder.change(connection.id) { $0.pongsReceived += 1 }
         case LWS_CALLBACK_CLOSED:
             recorder.change(connection.id) { $0.closedAt = .now }
         case LWS_CALLBACK_WSI_DESTROY:
             recorder.markClosed(connection.id)
             connection.wsi = nil
             detach(wsi, connection)
+            handlerConnections[connection.id] = nil
+            connection.handler?.ended()
         default:
             break
         }
@@ -429,7 +505,7 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
 
     /// Every standard request header lws parsed, plus the custom headers named in
     /// `?custom=a,b` and a few common ones (lws cannot list unknown headers).
-    private func requestHeaders(_ wsi: OpaquePointer, extra: String?) -> [String: String] {
+    private func requestHeaders(_ wsi: OpaquePointer, extra: String?, names: [String] = []) -> [String: String] {
         var headers: [String: String] = [:]
         var token: UInt32 = 0
         while token < WSI_TOKEN_COUNT.rawValue {
@@ -443,7 +519,11 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
             }
             token += 1
         }
-        var custom = ["x-api-key", "x-request-id", "x-test", "x-client", "x-trace-id", "traceparent", "tracestate"]
+        var custom = [
+            "x-api-key", "x-request-id", "x-test", "x-client", "x-trace-id", "traceparent", "tracestate",
+            "x-auth-token", "x-token", "x-session-id", "x-client-id", "x-correlation-id", "x-forwarded-for",
+            "x-app-version", "x-device-id", "baggage",
+        ] + names
         if let extra { custom += extra.split(separator: ",").map { $0.lowercased() } }
         for name in custom {
             var buffer = [CChar](repeating: 0, count: 4096)

@@ -40,6 +40,9 @@ enum ServerRoute: Sendable, Equatable {
     case frameEcho
     case hugeHeaders
     case tls(TLSMisbehaviour)
+    /// A path given to ``TestServer/start(port:host:tls:compression:recordTexts:logger:unixSocketPath:handlers:)``:
+    /// its ``TestServer/Handler`` speaks to the client.
+    case handler
 
     /// The route of a request target, e.g. `/push?count=3`.
     init(target: String) {
@@ -98,6 +101,13 @@ enum ServerRoute: Sendable, Equatable {
         default:
             self = .reject(status: 404, body: "no route \(path)", retryAfter: nil, location: nil)
         }
+    }
+
+    /// Whether `path` names a built-in route (a handler may not take it): every path but
+    /// those answered with "no route".
+    static func isBuiltIn(path: String) -> Bool {
+        if case .reject(404, let body, _, _) = ServerRoute(path: path, query: [:]), body.hasPrefix("no route") { return false }
+        return true
     }
 
     /// Routes served by taking the socket away from libwebsockets before it answers the upgrade.

@@ -40,6 +40,14 @@ extension TestServer {
         public var closeReceivedAt: ContinuousClock.Instant?
         /// When the connection ended.
         public var closedAt: ContinuousClock.Instant?
+        /// The close code the server sent in its own close frame (a handler's
+        /// ``Connection/close(code:reason:)``, `/close`, ``goAway(code:timeout:)``); `nil` if it
+        /// sent none or only answered the client's.
+        public var closeCodeSent: WebSocketCloseCode?
+        /// The reason in the server's own close frame.
+        public var closeReasonSent: String?
+        /// What a handler threw, described; the connection was closed with 1011.
+        public var handlerError: String?
     }
 
     /// Everything the server has recorded so far.

@@ -80,11 +80,13 @@ public final class TestServer: Sendable {
     private let loop: ServerLoop
     private let recorder: ServerRecorder
     private let rawTLSListener: RawTLSListener?
+    private let runner: HandlerRunner?
 
     private init(
         host: String, port: Int, unixSocketPath: String?, certificates: TestCertificates?, thread: EventLoopThread,
-        loop: ServerLoop, recorder: ServerRecorder, rawTLSListener: RawTLSListener?
+        loop: ServerLoop, recorder: ServerRecorder, rawTLSListener: RawTLSListener?, runner: HandlerRunner?
     ) {
+        self.runner = runner
         self.host = host
         self.port = port
         self.unixSocketPath = unixSocketPath
@@ -111,14 +113,62 @@ public final class TestServer: Sendable {
         port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
         recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil
     ) async throws -> TestServer {
+        try await start(
+            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
+            unixSocketPath: unixSocketPath, handlers: [:], fallbackHandler: nil)
+    }
+
+    /// Starts a server that also serves paths of your own, each with its ``Handler``, and
+    /// returns once it listens.
+    ///
+    /// ```swift
+    /// let server = try await TestServer.start(handlers: [
+    ///     "/feed": TestServer.Handler { connection in
+    ///         for await message in connection.messages { try await connection.send(message) }
+    ///     },
+    /// ])
+    /// ```
+    ///
+    /// The other parameters are those of ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:)``.
+    ///
+    /// - Parameters:
+    ///   - handlers: Paths of your own, each served by its ``Handler`` (a query is passed
+    ///     through). A path that a built-in route uses is refused.
+    /// - Throws: ``TestServerError/invalidHandlerPath(_:)`` for a handler path that is
+    ///   taken or not a path; ``TestServerError/couldNotListen(_:)``.
+    public static func start(
+        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
+        recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil,
+        handlers: [String: Handler]
+    ) async throws -> TestServer {
+        for path in handlers.keys.sorted() {
+            guard path.hasPrefix("/"), !path.contains("?"), !path.contains(" ") else {
+                throw TestServerError.invalidHandlerPath("\(path) is not a path: it must start with / and have no query")
+            }
+            if ServerRoute.isBuiltIn(path: path) {
+                throw TestServerError.invalidHandlerPath("\(path) is a built-in route of the test server; choose another path")
+            }
+        }
+        return try await start(
+            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
+            unixSocketPath: unixSocketPath, handlers: handlers, fallbackHandler: nil)
+    }
+
+    /// Starts a server whose `fallbackHandler`, when given, serves every path.
+    static func start(
+        port: Int, host: String, tls: TLS?, compression: Bool, recordTexts: Bool, logger: Logger?,
+        unixSocketPath: String?, handlers: [String: Handler], fallbackHandler: Handler?
+    ) async throws -> TestServer {
         let certificates = try tls.map { try TestCertificates.generate(hostnames: $0.hostnames, validDays: $0.validDays) }
         let recorder = ServerRecorder()
         let loop = ServerLoop(
             settings: .init(host: host, port: port, compression: compression, certificates: certificates,
                             recordTexts: recordTexts,
                             logger: logger ?? Logger(label: "TestServer", factory: { _ in SwiftLogNoOpLogHandler() }),
-                            unixSocketPath: unixSocketPath),
+                            unixSocketPath: unixSocketPath, handlers: handlers, fallbackHandler: fallbackHandler),
             recorder: recorder)
+        let runner = handlers.isEmpty && fallbackHandler == nil ? nil : HandlerRunner(recorder: recorder)
+        loop.runner = runner
         // epoll under lws, as the client: 15,000 connections cost a server pass no more than 10.
         let thread = EventLoopThread(name: "test-server", delegate: loop, backend: .chosen(preferring: .libev))
         loop.thread = thread
@@ -126,6 +176,7 @@ public final class TestServer: Sendable {
             try await thread.start()
         } catch {
             certificates?.remove()
+            await runner?.stop()
             throw TestServerError.couldNotListen("\(host):\(port) (is the port in use?)")
         }
         // Written on the loop thread before `start` returned.
@@ -150,7 +201,7 @@ public final class TestServer: Sendable {
         }
         return TestServer(
             host: host, port: bound, unixSocketPath: unixSocketPath, certificates: certificates, thread: thread, loop: loop, recorder: recorder,
-            rawTLSListener: rawTLSListener)
+            rawTLSListener: rawTLSListener, runner: runner)
     }
 
     /// The URL of `path` (with its query, if any) on this server, e.g.
@@ -223,6 +274,37 @@ public final class TestServer: Sendable {
         }
     }
 
+    /// Starts a server with `handlers`, runs `body` with it, and stops it however `body` ends (returns,
+    /// throws or is cancelled), so a failing test cannot leak a server.
+    ///
+    /// ```swift
+    /// try await TestServer.withServer { server in
+    ///     let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+    ///     // ...
+    /// }
+    /// ```
+    ///
+    /// The parameters are those of ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:handlers:)``.
+    public static func withServer<Result>(
+        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
+        recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil,
+        handlers: [String: Handler],
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (TestServer) async throws -> Result
+    ) async throws -> Result {
+        let server = try await start(
+            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
+            unixSocketPath: unixSocketPath, handlers: handlers)
+        do {
+            let result = try await body(server)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
     /// Drops every open WebSocket connection at once, without a close frame (clients see
     /// 1006), as a network failure would. Replies the server had not written yet are
     /// dropped with them. Returns how many were dropped, once their sockets are closed
@@ -269,10 +351,12 @@ public final class TestServer: Sendable {
         }
     }
 
-    /// Stops listening, drops every connection and frees the server's threads and files.
+    /// Stops listening, drops every connection, cancels every handler and waits for them,
+    /// and frees the server's threads and files.
     public func stop() async {
         await rawTLSListener?.stop()
         await thread.shutdown()
+        await runner?.stop()
         certificates?.remove()
         if let unixSocketPath { unlink(unixSocketPath) }
     }

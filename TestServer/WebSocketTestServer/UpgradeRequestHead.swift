@@ -53,7 +53,7 @@ struct UpgradeRequestHead: Equatable {
 
 extension Substring {
     /// The text without leading and trailing characters from `characters`.
-    fileprivate func trimmingCharacters(in characters: String) -> String {
+    func trimmingCharacters(in characters: String) -> String {
         let kept = drop { characters.contains($0) }
         return String(kept.reversed().drop { characters.contains($0) }.reversed())
     }
