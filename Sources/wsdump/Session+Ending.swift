@@ -137,6 +137,7 @@ extension Session {
             return .normalClose
         }
         guard let connection = directConnection else { return nil }
+        recorder?.ended(connection.ending)
         let code = connection.closeCode ?? .abnormalClosure
         let reason = connection.closeReason
         let status = ExitStatus.forEnd(code: code, error: connection.error, requestedCode: requestedCloseCode)

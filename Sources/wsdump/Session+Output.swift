@@ -8,6 +8,7 @@ extension Session {
 
     /// A received message; after `--count` of them, closes with 1000 (later ones are not shown).
     func received(_ message: WebSocketMessage) {
+        recorder?.message(message, outgoing: false)
         if let count = options.count, receivedCount >= count { return }
         if options.jsonLines {
             printData([JSONLineRecord.message(message, direction: .incoming, time: Self.unixTime).encoded()])
@@ -54,6 +55,7 @@ extension Session {
     /// standard output for a terminal and on standard error otherwise (a pipe gets only
     /// received data).
     func sending(_ message: WebSocketMessage) {
+        recorder?.message(message, outgoing: true)
         if options.jsonLines {
             printData([JSONLineRecord.message(message, direction: .outgoing, time: Self.unixTime).encoded()])
             return

@@ -64,6 +64,8 @@ final class Session {
     var editor = LineEditor()
     var keyDecoder = KeyDecoder()
     var signalWatcher: SignalWatcher?
+    /// `--record`: the conversation's file.
+    let recorder: ConversationRecorder?
 
     init(options: SessionOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.options = options
@@ -78,6 +80,8 @@ final class Session {
             decorated: console.outputIsTerminal && !plain, showsType: options.verbosity >= 1 && !options.raw,
             hexDump: options.hexDump, prettyJSON: options.prettyJSON)
         isInteractive = Terminal.isTerminal(STDIN_FILENO) && console.outputIsTerminal && !plain
+        // Checked writable when the options were read.
+        recorder = options.recordPath.flatMap(ConversationRecorder.init(path:))
     }
 
     /// Runs the session to its end and returns the exit status.
@@ -192,6 +196,7 @@ final class Session {
         if let extensions = connection.extensions { details.append("extensions: \(extensions)") }
         if options.verbosity >= 1, connection.isTLSSessionResumed { details.append("TLS session resumed") }
         let url = redactor.url(connection.url)
+        recorder?.opened(url: url, subprotocol: connection.subprotocol)
         printStatus(["connected to \(url)" + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")])
         if options.verbosity >= 1 { printStatus(["timings: \(connection.connectTimings)"]) }
         if options.jsonLines {

@@ -42,4 +42,6 @@ struct SessionOptions: Sendable {
     var reconnect = false
     /// `--show-secrets`: no redaction in `-v` output.
     var showsSecrets = false
+    /// `--record`: where the conversation is written for `TestServer --replay`.
+    var recordPath: String?
 }

@@ -126,6 +126,11 @@ struct WSDump: AsyncParsableCommand {
     @Flag(help: "Write one JSON object per event (time, direction, type, data or base64, code, reason, error) on standard output.")
     var jsonl = false
 
+    @Option(help: ArgumentHelp(
+        "Record the conversation (every message both ways and the ending, with times) as JSON lines in this file, for `TestServer --replay`.",
+        valueName: "path"))
+    var record: String?
+
     @Option(help: ArgumentHelp("Close with 1000 and exit after this many received messages.", valueName: "n"))
     var count: Int?
 
@@ -234,6 +239,15 @@ struct WSDump: AsyncParsableCommand {
         if reconnect, sendFile != nil || stream {
             throw ValidationError("--send-file and --stream need one connection: they cannot be combined with --reconnect")
         }
+        if let record {
+            guard let file = fopen(record, "w") else {
+                throw ValidationError("--record: cannot write '\(record)': \(String(cString: strerror(errno)))")
+            }
+            fclose(file)
+        }
+        if record != nil, reconnect || stream {
+            throw ValidationError("--record writes one conversation of whole messages: it cannot be combined with --reconnect or --stream")
+        }
         if stream, jsonl || json { throw ValidationError("--stream cannot be combined with --json or --jsonl (they need whole messages)") }
         configuration.streamsIncomingMessages = stream
         for path in [caFile, cert, key, file, sendFile].compactMap(\.self) where !FileManager.default.isReadableFile(atPath: path) {
@@ -264,6 +278,7 @@ struct WSDump: AsyncParsableCommand {
         options.timeout = timeout.map { .seconds($0) }
         options.reconnect = reconnect
         options.showsSecrets = showSecrets
+        options.recordPath = record
         return options
     }
 }

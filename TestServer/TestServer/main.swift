@@ -26,6 +26,13 @@ struct TestServerCommand: AsyncParsableCommand {
             short, then a FIN), reset-mid-record (half a record, then a reset) or close-notify (close_notify \
             without a close frame).
 
+            With --replay FILE, every path plays the server's side of a conversation recorded with \
+            `wsdump --record FILE`: each server message once the client messages recorded before it \
+            have arrived (equal, in order, unless --replay-loose), at the recorded gaps (unless \
+            --replay-fast), then the recorded ending. A client that diverges gets a 1008 close whose \
+            reason says where. The recording is checked at start: a line that is not JSON, an unknown \
+            schema version or bad base64 is refused, naming the line.
+
             Prints its URL, then serves until interrupted (Ctrl-C or SIGTERM).
             """)
 
@@ -50,11 +57,21 @@ struct TestServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("unix-socket"), help: "Also listen on this Unix domain socket (ws+unix:// clients).")
     var unixSocket: String?
 
+    @Option(help: "Play the server's side of this recording (wsdump --record FILE) on every path.")
+    var replay: String?
+
+    @Flag(name: .customLong("replay-loose"), help: "With --replay: any client message stands for the recorded one (only count and order matter).")
+    var replayLoose = false
+
+    @Flag(name: .customLong("replay-fast"), help: "With --replay: send the server's messages without the recorded gaps.")
+    var replayFast = false
+
     @Flag(help: "Log libwebsockets' server lines to stderr.")
     var verbose = false
 
     func validate() throws {
         if let dropEvery, dropEvery <= 0 { throw ValidationError("--drop-every must be positive") }
+        if replay == nil, replayLoose || replayFast { throw ValidationError("--replay-loose and --replay-fast need --replay FILE") }
     }
 
     func run() async throws {
@@ -67,9 +84,20 @@ struct TestServerCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "TestServer")
         logger.logLevel = verbose ? .debug : .critical
+        var replayHandler: WebSocketTestServer.TestServer.Handler?
+        if let replay {
+            let recording: WebSocketTestServer.TestServer.Recording
+            do {
+                recording = try .init(contentsOfFile: replay)
+            } catch {
+                throw ValidationError("--replay: \(error.description)")
+            }
+            replayHandler = .replaying(recording, matching: replayLoose ? .loose : .content, timing: replayFast ? .immediate : .recorded)
+            print("Replaying \(replay) (\(recording.events.count) events) on every path")
+        }
         let server = try await WebSocketTestServer.TestServer.start(
-            port: port, host: host, tls: tls ? .init() : nil, compression: !noCompression, logger: logger,
-            unixSocketPath: unixSocket)
+            port: port, host: host, tls: tls ? .init() : nil, compression: !noCompression, recordTexts: false, logger: logger,
+            unixSocketPath: unixSocket, handlers: [:], fallbackHandler: replayHandler)
         print("TestServer listening on \(server.url(path: "/"))")
         if let unixURL = server.unixSocketURL(path: "/") { print("and on \(unixURL)") }
         if let rawTLSPort = server.rawTLSPort {

@@ -154,8 +154,9 @@ public final class TestServer: Sendable {
             unixSocketPath: unixSocketPath, handlers: handlers, fallbackHandler: nil)
     }
 
-    /// Starts a server whose `fallbackHandler`, when given, serves every path.
-    static func start(
+    /// Starts a server whose `fallbackHandler`, when given, serves every path, built-in ones
+    /// included (`TestServer --replay`).
+    package static func start(
         port: Int, host: String, tls: TLS?, compression: Bool, recordTexts: Bool, logger: Logger?,
         unixSocketPath: String?, handlers: [String: Handler], fallbackHandler: Handler?
     ) async throws -> TestServer {

@@ -48,12 +48,13 @@ final class WSDumpProcess: Sendable {
         let value = AnnotatedMutex<(status: Int32, at: ContinuousClock.Instant)?>(nil)
     }
 
-    /// The path of the `wsdump` binary built next to the test bundle.
-    static func executablePath() throws -> String {
+    /// The path of the `wsdump` binary (or another of the package's executables) built next
+    /// to the test bundle.
+    static func executablePath(_ name: String = "wsdump") throws -> String {
         let testBinary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let path = URL(fileURLWithPath: testBinary).deletingLastPathComponent().appendingPathComponent("wsdump").path
+        let path = URL(fileURLWithPath: testBinary).deletingLastPathComponent().appendingPathComponent(name).path
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw TestFailure("wsdump is not built at \(path); run `swift build --build-tests` first")
+            throw TestFailure("\(name) is not built at \(path); run `swift build --build-tests` first")
         }
         return path
     }
@@ -63,10 +64,12 @@ final class WSDumpProcess: Sendable {
     /// - Parameter environment: Changes to the test's environment; a `nil` value removes the
     ///   variable. `NO_COLOR` is removed unless given, so color decisions are wsdump's own,
     ///   and so are the proxy variables (wsdump honours them), so loopback tests go direct.
-    init(_ arguments: [String], stdin: Input = .empty, environment: [String: String?] = [:]) throws {
+    /// - Parameter executable: Another of the package's executables to run instead (e.g.
+    ///   `TestServer`).
+    init(_ arguments: [String], stdin: Input = .empty, environment: [String: String?] = [:], executable: String = "wsdump") throws {
         signal(SIGPIPE, SIG_IGN)  // writing to a child that exited must not kill the test runner
         process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.executablePath())
+        process.executableURL = URL(fileURLWithPath: try Self.executablePath(executable))
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged["NO_COLOR"] = nil
@@ -188,9 +191,9 @@ final class WSDumpProcess: Sendable {
     /// Runs wsdump to its end.
     static func run(
         _ arguments: [String], stdin: Input = .empty, environment: [String: String?] = [:],
-        timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation
+        timeout: Duration = .seconds(10), executable: String = "wsdump", sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Result {
-        let process = try WSDumpProcess(arguments, stdin: stdin, environment: environment)
+        let process = try WSDumpProcess(arguments, stdin: stdin, environment: environment, executable: executable)
         return await process.finish(timeout: timeout, sourceLocation: sourceLocation)
     }
 }
