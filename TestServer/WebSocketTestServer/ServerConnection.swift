@@ -31,10 +31,11 @@ final class ServerConnection {
     private var outboundBytes = 0
     private var readingPaused = false
     /// The message being received: `LWS_PRE` bytes of header room, then what has arrived.
-    private var partial: [UInt8] = []
+    /// (Internal for ``discardInputAtDrop(_:)``.)
+    var partial: [UInt8] = []
     /// An empty buffer with room, from an echo written, for the next message received.
     private var spareBuffer: [UInt8] = []
-    private var partialIsBinary = false
+    private(set) var partialIsBinary = false
     private var pushed = 0
     /// Bytes of message `pushed` already written (fragmented pushes span writable passes).
     private var pushOffset = 0
@@ -125,6 +126,7 @@ final class ServerConnection {
             return -1
         case .drop:
             // No close reason: lws drops the socket without a close frame.
+            discardInputAtDrop(wsi)
             return -1
         case .stall(resumeAfterMilliseconds: .some):
             lws_rx_flow_control(wsi, 1)
