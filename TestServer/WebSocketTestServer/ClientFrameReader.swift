@@ -12,6 +12,8 @@ struct ClientFrameReader {
         /// The frame's first byte as sent: FIN, RSV1-3 and the opcode.
         var firstByte: UInt8
         var payload: [UInt8]
+        /// Whether the frame was masked, as every client frame must be.
+        var masked = true
 
         var fin: Bool { firstByte & 0x80 != 0 }
         var opcode: UInt8 { firstByte & 0x0F }
@@ -67,6 +69,10 @@ struct ClientFrameReader {
             payload.withUnsafeMutableBytes { WebSocketMasking.unmask($0, key: key) }
         }
         position = payloadStart + length
-        return Frame(firstByte: first, payload: payload)
+        return Frame(firstByte: first, payload: payload, masked: masked)
     }
+
+    /// Bytes appended and not yet taken as frames: the start of an incomplete frame, or
+    /// one ``nextFrame()`` will not buffer.
+    var unconsumedByteCount: Int { buffer.count - position }
 }

@@ -34,10 +34,11 @@ final class ServerConnection {
     /// Why reading the socket is paused; it reads while this is empty.
     private var readingPauses: ReadingPauses = []
     /// The message being received: `LWS_PRE` bytes of header room, then what has arrived.
-    private var partial: [UInt8] = []
+    /// (Internal for ``discardInputAtDrop(_:)``.)
+    var partial: [UInt8] = []
     /// An empty buffer with room, from an echo written, for the next message received.
     private var spareBuffer: [UInt8] = []
-    private var partialIsBinary = false
+    private(set) var partialIsBinary = false
     private var pushed = 0
     /// Bytes of message `pushed` already written (fragmented pushes span writable passes).
     private var pushOffset = 0
@@ -148,7 +149,9 @@ final class ServerConnection {
             }
             return -1
         case .drop?:
-            // No close reason: lws drops the socket without a close frame.
+            // No close reason: lws drops the socket without a close frame; what the client
+            // sent that was not read yet is counted as discarded at the drop first.
+            discardInputAtDrop(wsi)
             return -1
         case nil:
             break

@@ -435,6 +435,7 @@ final class ServerLoop: EventLoopThreadDelegate, @unchecked Sendable {
         var sockets: [OpaquePointer] = []
         for case let connection as ServerConnection in connections.values {
             guard let wsi = connection.wsi else { continue }
+            connection.discardInputAtDrop(wsi)
             sockets.append(wsi)
             dropped.insert(connection.id)
         }

@@ -29,6 +29,22 @@ extension TestServer {
         public var bytesReceived = 0
         /// The text messages received, in order, when the server was started with `recordTexts`.
         public var textsReceived: [String] = []
+        /// Whole data messages that had reached the server when it dropped the connection
+        /// (``TestServer/disconnectAll()``, `/drop`), unread: in its socket's receive buffer,
+        /// or in what its reader held. The server reads them out at the drop and discards
+        /// them; no route handled them, and ``messagesReceived`` does not count them. The
+        /// client's TCP saw their bytes acknowledged, so no client can tell them from
+        /// messages the server read: only an application-level acknowledgement covers them.
+        public var messagesDiscardedAtDrop = 0
+        /// The text messages among ``messagesDiscardedAtDrop``, in order, when the server was
+        /// started with `recordTexts`. A compressed message, or one whose frame libwebsockets
+        /// had begun to parse at the drop, is counted there but its text cannot be kept.
+        public var textsDiscardedAtDrop: [String] = []
+        /// Whether the drop cut a message: its start had reached the server, not its end
+        /// (or what the socket held could not be decoded as client frames).
+        public var partialMessageDiscardedAtDrop = false
+        /// Bytes the server read out of the socket at the drop (decrypted, over TLS).
+        public var bytesDiscardedAtDrop = 0
         /// The close code in the client's close frame; `nil` if none came.
         public var closeCodeReceived: WebSocketCloseCode?
         /// The reason in the client's close frame.
@@ -78,6 +94,13 @@ extension TestServer {
         /// Every text message received, over all connections, in connection order.
         public var allTextsReceived: [String] {
             connections.flatMap(\.textsReceived)
+        }
+
+        /// Every text message read out of a socket and discarded when the server dropped its
+        /// connection, over all connections, in connection order (see
+        /// ``ConnectionRecord/textsDiscardedAtDrop``).
+        public var allTextsDiscardedAtDrop: [String] {
+            connections.flatMap(\.textsDiscardedAtDrop)
         }
     }
 }

@@ -8,6 +8,10 @@
 // accounted for: received by the server once, or listed unsent when its socket ended. Lost
 // (neither) and duplicated must stay 0; resent counts the messages a socket sent again because
 // a dropped connection never had them acknowledged (websocket_client_messages_resent_total).
+// A message that reached the server's socket but was still unread when the server dropped the
+// connection counts as received, in its own share ("discarded at drop"): the server reads it
+// out at the drop. The client's TCP saw it acknowledged, so no client can resend or report
+// it; only an application-level acknowledgement would cover it.
 import ArgumentParser
 import Glibc
 import MetricsTestKit
@@ -107,7 +111,9 @@ struct Soak: AsyncParsableCommand {
         let resent = metrics.counterTotal(label: "websocket_client_messages_resent_total")
         print("queued while disconnected: \(verdict.queued), of them lost: \(verdict.queuedLost)")
         print("resent after a drop (never acknowledged): \(resent); reported unsent at the end: \(verdict.reported)")
-        print("lost (neither received nor reported): \(verdict.lost); duplicated: \(verdict.duplicated)")
+        print("discarded at drop (acknowledged by the server's TCP, never read by it): \(verdict.discarded)"
+            + " of \(verdict.discardedCount), partial messages cut by a drop: \(verdict.partial)")
+        print("lost (neither received, nor discarded at a drop, nor reported): \(verdict.lost); duplicated: \(verdict.duplicated)")
         await server.stop()
         if verdict.lost > 0 || verdict.queuedLost > 0 || verdict.duplicated > 0 { throw ExitCode(1) }
     }
@@ -217,7 +223,9 @@ final class Ledger: Sendable {
 
     func summary(server: TestServer.Snapshot) -> String {
         let received = server.connections.reduce(0) { $0 + $1.messagesReceived }
-        return "sent \(sent.load(ordering: .relaxed)), server received \(received), echoed back \(echoed.load(ordering: .relaxed)), "
+        let discarded = server.connections.reduce(0) { $0 + $1.messagesDiscardedAtDrop }
+        return "sent \(sent.load(ordering: .relaxed)), server received \(received), discarded at drop \(discarded), "
+            + "echoed back \(echoed.load(ordering: .relaxed)), "
             + "refused \(refused.load(ordering: .relaxed)), connects \(connects.load(ordering: .relaxed)), "
             + "drops \(drops.load(ordering: .relaxed)), handshakes \(server.handshakeCount)"
     }
@@ -228,17 +236,29 @@ final class Ledger: Sendable {
             + "refused \(refused.load(ordering: .relaxed)), connects \(connects.load(ordering: .relaxed))"
     }
 
-    /// Every message sent must reach the server exactly once or be reported unsent when its
-    /// socket ended; no message may arrive twice.
-    func verify(server: TestServer.Snapshot) -> (queued: Int, queuedLost: Int, reported: Int, lost: Int, duplicated: Int) {
+    /// Every message sent must reach the server exactly once (read by its route, or read out
+    /// of its socket when it dropped the connection) or be reported unsent when its socket
+    /// ended; no message may arrive twice. `discarded` counts the sent messages found among
+    /// those read out at a drop, `discardedCount` every message read out at a drop (texts
+    /// or not), `partial` the drops that cut a message.
+    func verify(server: TestServer.Snapshot) -> (
+        queued: Int, queuedLost: Int, reported: Int, discarded: Int, discardedCount: Int, partial: Int, lost: Int,
+        duplicated: Int
+    ) {
         var counts: [String: Int] = [:]
         for text in server.allTextsReceived { counts[text, default: 0] += 1 }
+        let discardedTexts = server.allTextsDiscardedAtDrop
+        for text in discardedTexts { counts[text, default: 0] += 1 }
+        let discardedCount = server.connections.reduce(0) { $0 + $1.messagesDiscardedAtDrop }
+        let partial = server.connections.filter(\.partialMessageDiscardedAtDrop).count
         let duplicated = counts.values.filter { $0 > 1 }.count
         let queuedSet = queued.withLock { $0 }
         let reportedSet = reported.withLock { $0 }
         let queuedLost = queuedSet.filter { counts[$0] != 1 && !reportedSet.contains($0) }.count
-        let lost = all.withLock { $0 }.filter { counts[$0] == nil && !reportedSet.contains($0) }.count
-        return (queuedSet.count, queuedLost, reportedSet.count, lost, duplicated)
+        let allSet = all.withLock { $0 }
+        let lost = allSet.filter { counts[$0] == nil && !reportedSet.contains($0) }.count
+        let discarded = discardedTexts.filter { allSet.contains($0) }.count
+        return (queuedSet.count, queuedLost, reportedSet.count, discarded, discardedCount, partial, lost, duplicated)
     }
 }
 
