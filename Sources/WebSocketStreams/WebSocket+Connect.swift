@@ -110,7 +110,8 @@ extension WebSocket {
             case .follow(let dropCredentials):
                 redirects = chain.redirects
                 if dropCredentials {
-                    hopConfiguration.headers = RedirectChain.withoutCredentials(hopConfiguration.headers)
+                    hopConfiguration.headers = RedirectChain.withoutCredentials(
+                        hopConfiguration.headers, sensitive: configuration.sensitiveHeaders)
                 }
                 configuration.logger.debug(
                     "following a redirect (\(refusal.httpStatus ?? 0)) to \(chain.current.hostHeader)")

@@ -67,7 +67,7 @@ final class Session {
 
     init(options: SessionOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.options = options
-        redactor = Redactor(showsSecrets: options.showsSecrets)
+        redactor = Redactor(showsSecrets: options.showsSecrets, sensitiveHeaders: options.configuration.sensitiveHeaders)
         (events, post) = AsyncStream<SessionEvent>.makeStream()
         let post = post
         console = Console(onOutputClosed: { post.yield(.outputClosed) })
