@@ -50,6 +50,7 @@ extension WebSocket {
         _ url: String, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
         metrics: ConnectionMetrics?
     ) async throws -> WebSocket {
+        try RequestInjectionGuard.check(url: url)
         let parsed = try WebSocketURL(parsing: url)
         try ConfigurationValidator.validate(configuration)
         let startedAt = ContinuousClock.now
