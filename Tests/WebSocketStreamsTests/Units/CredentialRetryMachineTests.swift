@@ -35,13 +35,15 @@ struct CredentialRetryMachineTests {
         let lost = WebSocketError.closed(code: .abnormalClosure, reason: "")
         #expect(machine.connectionEnded(lost, at: .now, random: 0) == .wait(.zero, cause: lost))
         #expect(machine.previousError == lost)
-        #expect(machine.retryDue() == .connect(attempt: 2))
+        // The connection was short-lived: `attempt` (since the last stable one) counts on.
+        #expect(machine.retryDue() == .connect(attempt: 3))
         #expect(machine.attemptNumber == 3)
-        #expect(machine.attemptFailed(forbidden, random: 1) == .connect(attempt: 3))
+        #expect(machine.attemptFailed(forbidden, random: 1) == .connect(attempt: 4))
         let refused = WebSocketError.connectionFailed("refused")
         #expect(machine.attemptFailed(refused, random: 0) == .wait(.zero, cause: refused))
-        #expect(machine.retryDue() == .connect(attempt: 4))
-        #expect(machine.attemptFailed(unauthorized, random: 1) == .connect(attempt: 5))
+        #expect(machine.retryDue() == .connect(attempt: 5))
+        #expect(machine.attemptFailed(unauthorized, random: 1) == .connect(attempt: 6))
+        #expect(machine.attemptNumber == 6)
     }
 
     @Test("the immediate retry counts against maxAttempts; a throwing prepare ends the socket")
