@@ -223,4 +223,50 @@ struct CredentialRefreshTests {
             #expect(server.snapshot.allTextsReceived == ["first"] + (0..<5).map { "queued \($0)" })
         }
     }
+
+    @Test("close() while prepare waits for a token interrupts it and ends the socket as completed")
+    func closeDuringPrepare() async throws {
+        try await withTestServer(compression: false) { server in
+            let entered = AnnotatedMutex(false)
+            let socket = ReconnectingWebSocket(
+                to: server.url(path: "/echo"),
+                prepare: { _ in
+                    entered.withLock { $0 = true }
+                    try await Task.sleep(for: .seconds(30))
+                })
+            let recorder = StateRecorder(socket)
+            try socket.enqueue(.text("waiting"))
+            await eventually("prepare to start") { entered.withLock { $0 } }
+            let started = ContinuousClock.now
+            await socket.close()
+            await recorder.finished()
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(recorder.states.last == .completed)
+            #expect(socket.unsentMessages == [.text("waiting")])
+            #expect(server.snapshot.handshakeCount == 0)
+        }
+    }
+
+    @Test("headers prepare sets are sensitive too: a redirect to another origin drops them")
+    func prepareHeadersFollowTheRedirectRules() async throws {
+        try await withTestServer(compression: false) { origin in
+            try await withTestServer(compression: false) { other in
+                let target = "ws://127.0.0.1:\(other.port)/echo"
+                let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target
+                let socket = ReconnectingWebSocket(
+                    to: origin.url(path: "/redirect?to=\(encoded)"),
+                    prepare: { attempt in
+                        attempt.headers["Authorization"] = "Bearer from-prepare"
+                        attempt.headers["X-Test"] = "kept"
+                    })
+                var messages = socket.messages.makeAsyncIterator()
+                try await socket.send(.text("hi"))
+                #expect(await messages.next() == .text("hi"))
+                await socket.close()
+                let seen = try #require(other.snapshot.connections.first?.headers)
+                #expect(seen["x-test"] == "kept")
+                #expect(seen["authorization"] == nil)
+            }
+        }
+    }
 }
