@@ -50,6 +50,7 @@ extension WebSocket {
         _ url: String, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
         metrics: ConnectionMetrics?
     ) async throws -> WebSocket {
+        try RequestInjectionGuard.check(url: url)
         let parsed = try WebSocketURL(parsing: url)
         try ConfigurationValidator.validate(configuration)
         let startedAt = ContinuousClock.now
@@ -110,7 +111,8 @@ extension WebSocket {
             case .follow(let dropCredentials):
                 redirects = chain.redirects
                 if dropCredentials {
-                    hopConfiguration.headers = RedirectChain.withoutCredentials(hopConfiguration.headers)
+                    hopConfiguration.headers = RedirectChain.withoutCredentials(
+                        hopConfiguration.headers, sensitive: configuration.sensitiveHeaders)
                 }
                 configuration.logger.debug(
                     "following a redirect (\(refusal.httpStatus ?? 0)) to \(chain.current.hostHeader)")

@@ -144,6 +144,12 @@ extension WebSocketError {
         WebSocketError(code: .invalidMessage, reason: reason)
     }
 
+    /// A ``ReconnectingWebSocket``'s `prepare` hook threw `reason` (the description of its
+    /// error) before an attempt; the socket ended with this error.
+    public static func prepareFailed(_ reason: String) -> WebSocketError {
+        WebSocketError(code: .prepareFailed, reason: reason)
+    }
+
     /// A ``ReconnectingWebSocket``'s send queue is full (``ReconnectPolicy/maxQueuedMessages``
     /// messages or ``ReconnectPolicy/maxQueuedBytes`` bytes wait for a connection); the
     /// message was not queued.
@@ -194,6 +200,7 @@ extension WebSocketError: CustomStringConvertible {
         case .sendQueueFull: "send queue full (\(reason ?? "")); the message was not queued"
         case .undecodableMessage: "\(reason ?? "a message did not decode"); closed with 1007"
         case .invalidMessage: "invalid message: \(reason ?? "?")"
+        case .prepareFailed: "the prepare hook failed before connecting: \(reason ?? "?")"
         default: reason.map { "\(code): \($0)" } ?? "\(code)"
         }
     }

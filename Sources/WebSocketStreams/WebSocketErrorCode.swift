@@ -7,7 +7,7 @@ extension WebSocketError {
         private enum Kind: String, Hashable, Sendable {
             case invalidURL, connectionFailed, timedOut, tlsFailure, handshakeRejected, proxyRejected
             case closed, protocolViolation, messageTooLarge, pongTimeout, invalidConfiguration, sendQueueFull
-            case undecodableMessage, invalidMessage
+            case undecodableMessage, invalidMessage, prepareFailed
         }
 
         private let kind: Kind
@@ -55,6 +55,10 @@ extension WebSocketError {
         /// message (``WebSocket/send(streaming:as:)``) are not UTF-8. Context:
         /// ``WebSocketError/reason``.
         public static let invalidMessage = Code(.invalidMessage)
+        /// A ``ReconnectingWebSocket``'s `prepare` hook threw before an attempt, so the
+        /// socket ended (retrying without credentials would only hammer the server).
+        /// Context: ``WebSocketError/reason`` (the description of the error it threw).
+        public static let prepareFailed = Code(.prepareFailed)
 
         /// The code's name, e.g. `handshakeRejected`.
         public var description: String { kind.rawValue }

@@ -17,11 +17,23 @@ final class ReconnectingLink: SessionLink {
 
     /// Creates the socket (it connects once messages are read).
     ///
-    /// - Parameter onConnect: Called after each (re)connect with the new connection.
-    init(url: String, configuration: WebSocketConfiguration, onConnect: @escaping @Sendable (WebSocket) -> Void) {
+    /// - Parameters:
+    ///   - headerCommand: Runs before every attempt (`--header-command`); the headers it
+    ///     gives are that attempt's. If it throws, the socket ends.
+    ///   - onConnect: Called after each (re)connect with the new connection.
+    init(
+        url: String, configuration: WebSocketConfiguration,
+        headerCommand: (@Sendable () async throws -> [(name: String, value: String)])? = nil,
+        onConnect: @escaping @Sendable (WebSocket) -> Void
+    ) {
         let current = CurrentConnection()
         self.current = current
-        socket = ReconnectingWebSocket(to: url, configuration: configuration, onConnect: { connection in
+        let prepare = headerCommand.map { command in
+            { @Sendable (attempt: inout WebSocketConnectAttempt) async throws in
+                for header in try await command() { attempt.headers[header.name] = header.value }
+            }
+        }
+        socket = ReconnectingWebSocket(to: url, configuration: configuration, prepare: prepare, onConnect: { connection in
             current.connection.withLock { $0 = connection }
             onConnect(connection)
         })

@@ -1,7 +1,8 @@
 /// Hides secrets in what `-v` prints (headers, URLs) unless `--show-secrets` is given.
 ///
 /// Secret headers are `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, and
-/// any name containing `token`, `secret`, `password` or `api-key`. `Sec-WebSocket-Key` and
+/// any name containing `token`, `secret`, `password` or `api-key`, and those named by
+/// `--sensitive-header`. `Sec-WebSocket-Key` and
 /// `Sec-WebSocket-Accept` are shown: they are a nonce and its hash, not credentials. In URLs, user info and the values of query parameters named
 /// like a token, key, secret, password or auth are hidden.
 struct Redactor: Sendable {
@@ -10,10 +11,19 @@ struct Redactor: Sendable {
 
     /// Whether secrets are shown as they are (`--show-secrets`).
     var showsSecrets: Bool
+    /// More header names whose values are hidden, lowercased: the configuration's
+    /// `sensitiveHeaders` (`--sensitive-header`).
+    let sensitiveHeaders: Set<String>
+
+    init(showsSecrets: Bool, sensitiveHeaders: Set<String> = []) {
+        self.showsSecrets = showsSecrets
+        self.sensitiveHeaders = Set(sensitiveHeaders.map { $0.lowercased() })
+    }
 
     /// `value` as it may be shown for header `name`.
     func headerValue(_ value: String, name: String) -> String {
-        showsSecrets || !Self.isSecretHeader(name) ? value : Self.placeholder
+        let isSecret = Self.isSecretHeader(name) || sensitiveHeaders.contains(name.lowercased())
+        return showsSecrets || !isSecret ? value : Self.placeholder
     }
 
     /// `url` with its user info and secret query values hidden.

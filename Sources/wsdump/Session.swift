@@ -61,6 +61,8 @@ final class Session {
     var heldIncomingClose: WebSocketWireEvent?
     /// `--reconnect`: the socket's terminal state, once reached.
     var finalState: ReconnectingWebSocket.State?
+    /// The exit status of a `--header-command` that failed; wsdump ends with it.
+    private(set) var headerCommandStatus: Int32?
     var editor = LineEditor()
     var keyDecoder = KeyDecoder()
     var signalWatcher: SignalWatcher?
@@ -69,7 +71,7 @@ final class Session {
 
     init(options: SessionOptions, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.options = options
-        redactor = Redactor(showsSecrets: options.showsSecrets)
+        redactor = Redactor(showsSecrets: options.showsSecrets, sensitiveHeaders: options.configuration.sensitiveHeaders)
         (events, post) = AsyncStream<SessionEvent>.makeStream()
         let post = post
         console = Console(onOutputClosed: { post.yield(.outputClosed) })
@@ -120,6 +122,10 @@ final class Session {
         case .opened(let connection): opened(connection)
         case .reconnected(let connection): reconnected(connection)
         case .connectFailed(let error): return connectFailed(error)
+        case .headerCommandFailed(let failure):
+            for line in failure.message.split(separator: "\n", omittingEmptySubsequences: false) { printError(String(line)) }
+            headerCommandStatus = failure.status
+            return .connectionFailed
         case .connectCancelled:
             if timedOut { return .timedOut }
             printStatus(["interrupted while connecting"])
@@ -168,7 +174,19 @@ final class Session {
             }
         }
         if options.reconnect {
-            let reconnecting = ReconnectingLink(url: options.url, configuration: configuration) { connection in
+            let reconnecting = ReconnectingLink(
+                url: options.url, configuration: configuration,
+                headerCommand: options.headerCommand.map { command in
+                    { @Sendable () async throws -> [(name: String, value: String)] in
+                        do throws(HeaderCommand.Failure) {
+                            return try await command.run()
+                        } catch {
+                            post.yield(.headerCommandFailed(error))
+                            throw error
+                        }
+                    }
+                }
+            ) { connection in
                 post.yield(.reconnected(connection))
             }
             Task { [socket = reconnecting.socket] in
@@ -176,7 +194,16 @@ final class Session {
             }
             linkOpened(reconnecting)
         } else {
-            connectTask = Task { [url = options.url] in
+            connectTask = Task { [url = options.url, headerCommand = options.headerCommand] in
+                var configuration = configuration
+                if let headerCommand {
+                    do throws(HeaderCommand.Failure) {
+                        for header in try await headerCommand.run() { configuration.headers[header.name] = header.value }
+                    } catch {
+                        post.yield(.headerCommandFailed(error))
+                        return
+                    }
+                }
                 do {
                     post.yield(.opened(try await WebSocket.connect(to: url, configuration: configuration)))
                 } catch let error as WebSocketError {

@@ -13,6 +13,8 @@ enum SessionEvent: Sendable {
     case connectFailed(WebSocketError)
     /// Connecting was cancelled (timeout or Ctrl-C while connecting).
     case connectCancelled
+    /// `--header-command` failed before an attempt: wsdump ends with its status.
+    case headerCommandFailed(HeaderCommand.Failure)
     /// A data message arrived.
     case received(WebSocketMessage)
     /// A piece of a data message arrived (`--stream`).

@@ -40,6 +40,8 @@ struct SessionOptions: Sendable {
     var timeout: Duration?
     /// `--reconnect`: use a ``ReconnectingWebSocket``.
     var reconnect = false
+    /// `--header-command`: run before every attempt for that attempt's extra headers.
+    var headerCommand: HeaderCommand?
     /// `--show-secrets`: no redaction in `-v` output.
     var showsSecrets = false
     /// `--record`: where the conversation is written for `TestServer --replay`.

@@ -72,6 +72,12 @@ struct WSDump: AsyncParsableCommand {
     @Option(name: [.customShort("H"), .customLong("header")], help: ArgumentHelp("An extra header; repeatable, and the value may hold commas.", valueName: "Name: value"))
     var header: [String] = []
 
+    @Option(name: .customLong("header-command"), help: ArgumentHelp("Run CMD (with /bin/sh -c) before every connection attempt, --reconnect ones too, and send each 'Name: value' line it prints as a header of that attempt; if it fails, wsdump ends with its exit status and shows its standard error.", valueName: "CMD"))
+    var headerCommand: String?
+
+    @Option(name: .customLong("sensitive-header"), help: ArgumentHelp("A header whose value is a secret besides Authorization, Proxy-Authorization and Cookie: dropped on a redirect to another origin and hidden in -v output; repeatable.", valueName: "name"))
+    var sensitiveHeader: [String] = []
+
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("A PEM file of CA certificates to trust besides the system's.", valueName: "path"))
     var caFile: String?
 
@@ -175,7 +181,10 @@ struct WSDump: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let status = await Session(options: try makeSessionOptions()).run()
+        let session = Session(options: try makeSessionOptions())
+        let status = await session.run()
+        // A failed --header-command ends wsdump with the command's own status.
+        if let commandStatus = session.headerCommandStatus { throw ExitCode(commandStatus) }
         if status != .normalClose { throw ExitCode(status.rawValue) }
     }
 
@@ -202,6 +211,12 @@ struct WSDump: AsyncParsableCommand {
             }
         } catch {
             throw ValidationError(String(describing: error))
+        }
+        for name in sensitiveHeader {
+            guard !name.isEmpty, !name.contains(where: { $0.isWhitespace || $0 == ":" }) else {
+                throw ValidationError("--sensitive-header '\(name)' is not a header name")
+            }
+            configuration.sensitiveHeaders.insert(name)
         }
         configuration.subprotocols = subprotocols
         configuration.origin = origin
@@ -277,6 +292,7 @@ struct WSDump: AsyncParsableCommand {
         options.requireReply = requireReply
         options.timeout = timeout.map { .seconds($0) }
         options.reconnect = reconnect
+        options.headerCommand = headerCommand.map(HeaderCommand.init(command:))
         options.showsSecrets = showSecrets
         options.recordPath = record
         return options

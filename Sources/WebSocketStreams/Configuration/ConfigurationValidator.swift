@@ -10,6 +10,7 @@ enum ConfigurationValidator {
     ]
 
     static func validate(_ configuration: WebSocketConfiguration) throws(WebSocketError) {
+        try RequestInjectionGuard.check(configuration)
         for (name, value) in configuration.headers {
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
                 throw .invalidConfiguration("header name '\(name)' must be a non-empty HTTP token")

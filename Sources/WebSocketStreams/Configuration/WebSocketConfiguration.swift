@@ -88,8 +88,8 @@ public struct WebSocketConfiguration: Sendable {
     /// A `Location` may be absolute (`http` and `https` become `ws` and `wss`) or relative.
     /// A redirect from `wss` to `ws` is never followed, nor one back to a URL already
     /// visited, nor one past this limit: each is a `handshakeRejected` error that names the
-    /// chain. Once a hop goes to another origin (scheme, host or port), the `Authorization`
-    /// and `Cookie` headers and the URL's user info are not sent on. ``connectTimeout``
+    /// chain. Once a hop goes to another origin (scheme, host or port), the
+    /// ``sensitiveHeaders`` and the URL's user info are not sent on. ``connectTimeout``
     /// covers every hop; ``WebSocket/url`` is the URL finally connected, and a
     /// ``ReconnectingWebSocket`` reconnects to the URL it was given.
     public var maxRedirects = 5
@@ -182,6 +182,17 @@ public struct WebSocketConfiguration: Sendable {
     /// same way, and the server's `Set-Cookie` values too. On by default; turn it off only
     /// to debug authentication locally.
     public var redactsSecretsInLogs = true
+
+    /// Names of request headers whose values are secrets, compared without regard to case;
+    /// by default `Authorization`, `Proxy-Authorization` and `Cookie`. Add your own (an API
+    /// key header such as `X-Api-Key`).
+    ///
+    /// On a redirect to another origin (scheme, host or port) every one of them is dropped,
+    /// with the URL's user info. Their values are redacted wherever secrets are (log lines,
+    /// ``wireEventObserver`` heads, wsdump's `-v`), per ``redactsSecretsInLogs``.
+    /// `Proxy-Authorization` given in ``headers`` goes only on an HTTP proxy's `CONNECT`
+    /// request, never to the server.
+    public var sensitiveHeaders: Set<String> = ["Authorization", "Proxy-Authorization", "Cookie"]
 
     /// Where the connection's swift-metrics go and how they are labelled; see <doc:Metrics>.
     public var metrics = Metrics()

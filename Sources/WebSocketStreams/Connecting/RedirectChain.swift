@@ -7,7 +7,8 @@
 /// or relative (`/path`, `path`, `?query`), up to ``WebSocketConfiguration/maxRedirects``
 /// hops. It never follows from a secure URL to a plain one, never visits a URL twice, and
 /// says so in the error, with the chain. When a hop changes the origin (scheme, host or
-/// port), the next requests go without the `Authorization` and `Cookie` headers.
+/// port), the next requests go without the sensitive headers
+/// (``WebSocketConfiguration/sensitiveHeaders``).
 struct RedirectChain {
     /// The URLs connected to so far: the original first, the current last.
     private(set) var visited: [WebSocketURL]
@@ -77,9 +78,11 @@ struct RedirectChain {
         return .follow(dropCredentials: dropCredentials)
     }
 
-    /// `headers` without the ones a new origin must not see: `Authorization` and `Cookie`.
-    static func withoutCredentials(_ headers: [String: String]) -> [String: String] {
-        headers.filter { !["authorization", "cookie"].contains($0.key.lowercased()) }
+    /// `headers` without the ones a new origin must not see: those named in `sensitive`
+    /// (``WebSocketConfiguration/sensitiveHeaders``, any case).
+    static func withoutCredentials(_ headers: [String: String], sensitive: Set<String>) -> [String: String] {
+        let lowered = Set(sensitive.map { $0.lowercased() })
+        return headers.filter { !lowered.contains($0.key.lowercased()) }
     }
 
     /// Whether `a` and `b` have the same scheme, host and port (and Unix socket).

@@ -85,13 +85,17 @@ struct ProxyAddress: Sendable, Hashable {
     }
 
     /// The `CONNECT` request that opens a tunnel to `url`'s host and port (RFC 9110
-    /// 9.3.6), with Basic `Proxy-Authorization` when the proxy URL has credentials.
-    func connectRequest(to url: WebSocketURL) -> [UInt8] {
+    /// 9.3.6), with Basic `Proxy-Authorization` when the proxy URL has credentials, else
+    /// `proxyAuthorization` (the `Proxy-Authorization` given in the configuration's
+    /// headers, which never goes to the server) when given.
+    func connectRequest(to url: WebSocketURL, proxyAuthorization: String? = nil) -> [UInt8] {
         let authority = (url.isIPv6Literal ? "[\(url.host)]" : url.host) + ":\(url.port)"
         var request = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
         if let userInfo {
             let credentials = Data(WebSocketURL.percentDecoded(userInfo).utf8).base64EncodedString()
             request += "Proxy-Authorization: Basic \(credentials)\r\n"
+        } else if let proxyAuthorization {
+            request += "Proxy-Authorization: \(proxyAuthorization)\r\n"
         }
         request += "\r\n"
         return Array(request.utf8)

@@ -26,9 +26,20 @@ struct ReconnectStateMachine {
     private var connectedAt: ContinuousClock.Instant?
     /// The terminal state asked for by the user (close or cancellation), if any.
     private(set) var requestedEnd: State?
+    /// Attempts started in the socket's whole life: the number of the current one (1-based).
+    private(set) var attemptNumber = 0
+    /// Why the last attempt failed or the last connection ended; `nil` before the first.
+    private(set) var previousError: WebSocketError?
+    /// Whether an upgrade refused with 401 or 403 is retried at once, once: a `prepare`
+    /// hook is set, and can fetch fresh credentials for the retry.
+    let refreshesCredentials: Bool
+    /// Whether the current attempt is that immediate retry (a second refusal is then
+    /// decided by the policy).
+    private var isCredentialRetry = false
 
-    init(policy: ReconnectPolicy) {
+    init(policy: ReconnectPolicy, refreshesCredentials: Bool = false) {
         self.policy = policy
+        self.refreshesCredentials = refreshesCredentials
     }
 
     /// Whether the socket has ended.
@@ -43,13 +54,36 @@ struct ReconnectStateMachine {
     /// A connection attempt failed with `error`.
     mutating func attemptFailed(_ error: WebSocketError, random: Double) -> Action {
         if let requestedEnd { return finish(requestedEnd) }
+        previousError = error
         failedAttempts += 1
+        if refreshesCredentials, !isCredentialRetry, Self.isCredentialRefusal(error) {
+            if let maxAttempts = policy.maxAttempts, failedAttempts >= maxAttempts {
+                return finish(.failed(error))
+            }
+            // The credentials were refused: `prepare` gets another go at once, told why.
+            isCredentialRetry = true
+            return nextAttempt()
+        }
+        isCredentialRetry = false
         return decide(after: error, uptime: nil, random: random)
+    }
+
+    /// The `prepare` hook threw (`error` wraps what it threw): the socket ends with it,
+    /// unless an end was already requested.
+    mutating func prepareFailed(_ error: WebSocketError) -> Action {
+        if let requestedEnd { return finish(requestedEnd) }
+        return finish(.failed(error))
+    }
+
+    /// Whether `error` is an upgrade refused for its credentials (401 or 403).
+    static func isCredentialRefusal(_ error: WebSocketError) -> Bool {
+        error.code == .handshakeRejected && (error.httpStatus == 401 || error.httpStatus == 403)
     }
 
     /// The attempt succeeded.
     mutating func connected(subprotocol: String?, at now: ContinuousClock.Instant) {
         guard requestedEnd == nil else { return }
+        isCredentialRetry = false
         connectedAt = now
         state = .connected(subprotocol: subprotocol)
     }
@@ -60,6 +94,8 @@ struct ReconnectStateMachine {
         let uptime = connectedAt.map { now - $0 }
         connectedAt = nil
         if let requestedEnd { return finish(requestedEnd) }
+        previousError = error
+        isCredentialRetry = false
         if let uptime, uptime >= policy.minimumUptime {
             failedAttempts = 0
             attemptsSinceStable = 0
@@ -92,6 +128,7 @@ struct ReconnectStateMachine {
     }
 
     private mutating func nextAttempt() -> Action {
+        attemptNumber += 1
         attemptsSinceStable += 1
         state = .connecting(attempt: attemptsSinceStable)
         return .connect(attempt: attemptsSinceStable)

@@ -30,9 +30,15 @@ extension ReconnectingStorage {
 
     /// One connection attempt and, if it succeeds, the connection's whole life.
     private func runConnection() async -> ReconnectStateMachine.Action {
+        let target: (url: String, configuration: WebSocketConfiguration)
+        switch await prepareAttempt() {
+        case .ready(let url, let configuration): target = (url, configuration)
+        case .over(let action): return action
+        }
         let socket: WebSocket
         do {
-            socket = try await WebSocket.connect(to: url, configuration: configuration, eventLoop: loopForNextConnection())
+            socket = try await WebSocket.connect(
+                to: target.url, configuration: target.configuration, eventLoop: loopForNextConnection())
         } catch {
             let failure = (error as? WebSocketError) ?? .connectionFailed("the attempt was cancelled")
             return shared.withLock { $0.machine.attemptFailed(failure, random: .random(in: 0...1)) }
@@ -85,6 +91,51 @@ extension ReconnectingStorage {
                 shared.outbox.queuedBytes += message.byteCount
             }
             return shared.machine.connectionEnded(ended, at: now, random: .random(in: 0...1))
+        }
+    }
+
+    /// What ``prepareAttempt()`` decided.
+    private enum PreparedAttempt {
+        /// Connect to `url` with `configuration`.
+        case ready(url: String, configuration: WebSocketConfiguration)
+        /// No attempt: the socket ends (prepare threw, or the socket was ended meanwhile).
+        case over(ReconnectStateMachine.Action)
+    }
+
+    /// The URL and configuration of the attempt about to start: the socket's own, or what
+    /// the `prepare` hook made of them for this attempt only.
+    private func prepareAttempt() async -> PreparedAttempt {
+        guard let prepare else { return .ready(url: url, configuration: configuration) }
+        let start = shared.withLock { shared -> (number: Int, previousError: WebSocketError?)? in
+            guard shared.machine.requestedEnd == nil else { return nil }
+            shared.isPreparing = true
+            return (shared.machine.attemptNumber, shared.machine.previousError)
+        }
+        guard let start else { return .over(endedWhilePreparing()) }
+        var attempt = WebSocketConnectAttempt(
+            number: start.number, url: url, headers: configuration.headers, previousError: start.previousError)
+        do {
+            try await prepare(&attempt)
+        } catch {
+            return .over(shared.withLock { shared in
+                shared.isPreparing = false
+                return shared.machine.prepareFailed(.prepareFailed(String(describing: error)))
+            })
+        }
+        let ended = shared.withLock { shared in
+            shared.isPreparing = false
+            return shared.machine.requestedEnd != nil
+        }
+        if ended { return .over(endedWhilePreparing()) }
+        var prepared = configuration
+        prepared.headers = attempt.headers
+        return .ready(url: attempt.url, configuration: prepared)
+    }
+
+    /// The socket was ended before its attempt started: it finishes as asked.
+    private func endedWhilePreparing() -> ReconnectStateMachine.Action {
+        shared.withLock { shared in
+            shared.machine.requestedEnd.map { shared.machine.finish($0) } ?? .finish(shared.machine.state)
         }
     }
 

@@ -27,6 +27,8 @@ final class ReconnectingStorage: Sendable {
         /// The open connection, once `onConnect` has finished (queued sends go to it).
         var current: WebSocket?
         var onConnectFinished = false
+        /// Whether the `prepare` hook is running (ending the socket may interrupt it).
+        var isPreparing = false
         var supervisor: Task<Void, Never>?
         var started = false
         /// Messages waiting for a connection, and the pump that hands them over.
@@ -90,6 +92,8 @@ final class ReconnectingStorage: Sendable {
     /// The shared group's loop the connections go to, once the first was placed.
     private let placedLoop = AnnotatedMutex<WebSocketEventLoop?>(nil)
     let onConnect: (@Sendable (WebSocket) async throws -> Void)?
+    /// Runs before every attempt; may set the attempt's URL and headers.
+    let prepare: (@Sendable (inout WebSocketConnectAttempt) async throws -> Void)?
     let shared: AnnotatedMutex<Shared>
     /// Backoff sleeps and uptime, on the clock the socket was given.
     let timing: any ReconnectTiming
@@ -100,14 +104,16 @@ final class ReconnectingStorage: Sendable {
     init(
         url: String, configuration: WebSocketConfiguration, policy: ReconnectPolicy, eventLoop: WebSocketEventLoop?,
         clock: any Clock<Duration> = ContinuousClock(),
+        prepare: (@Sendable (inout WebSocketConnectAttempt) async throws -> Void)? = nil,
         onConnect: (@Sendable (WebSocket) async throws -> Void)?
     ) {
         self.url = url
+        self.prepare = prepare
         self.configuration = configuration
         self.eventLoop = eventLoop
         self.timing = reconnectTiming(clock)
         self.onConnect = onConnect
-        shared = AnnotatedMutex(Shared(machine: ReconnectStateMachine(policy: policy)))
+        shared = AnnotatedMutex(Shared(machine: ReconnectStateMachine(policy: policy, refreshesCredentials: prepare != nil)))
     }
 
     var policy: ReconnectPolicy { shared.withLock { $0.machine.policy } }
@@ -154,7 +160,7 @@ final class ReconnectingStorage: Sendable {
         }
         guard accepted else { return }
         current?.connection.requestClose(code: code, reason: ClientConnection.truncatedCloseReason(reason))
-        // Interrupt a backoff sleep or onConnect, but never a connection attempt: cancelling
+        // Interrupt a backoff sleep, prepare or onConnect, but never a connection attempt: cancelling
         // one could leave a socket the server already upgraded to be dropped without a close
         // frame. An attempt ends by itself (connectTimeout) and is then closed properly.
         if !isConnecting { supervisor?.cancel() }
@@ -164,7 +170,7 @@ final class ReconnectingStorage: Sendable {
 
     private var isConnecting: Bool {
         shared.withLock { shared in
-            if case .connecting = shared.machine.state { return true }
+            if case .connecting = shared.machine.state { return !shared.isPreparing }
             return false
         }
     }

@@ -65,6 +65,61 @@ public final class ReconnectingWebSocket: Sendable {
             url: url, configuration: configuration, policy: policy, eventLoop: eventLoop, clock: clock, onConnect: onConnect)
     }
 
+    /// Creates a socket whose every attempt is first handed to `prepare`, which may set the
+    /// attempt's URL and headers: fresh credentials for each connect.
+    ///
+    /// ```swift
+    /// let socket = ReconnectingWebSocket(
+    ///     to: "wss://example.org/feed",
+    ///     prepare: { attempt in attempt.headers["Authorization"] = "Bearer \(try await tokens.fresh())" })
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - url: A `ws://` or `wss://` URL; each attempt starts from it.
+    ///   - configuration: Used for every connection; each attempt starts from its headers.
+    ///   - policy: When to retry and how long to wait; see ``ReconnectPolicy``.
+    ///   - eventLoop: The loop that services the connections.
+    ///   - clock: The clock that backoff delays and connection uptime are measured on.
+    ///   - prepare: Runs before every attempt, the first included, with a
+    ///     ``WebSocketConnectAttempt`` to change: what it sets holds for that attempt only.
+    ///     When an upgrade is refused with 401 or 403, it runs again at once (its
+    ///     ``WebSocketConnectAttempt/previousError`` says why) and the attempt is retried
+    ///     once without the backoff delay; a second 401 or 403 in a row is decided by the
+    ///     policy. If it throws, the socket ends with ``State/failed(_:)`` and a
+    ///     ``WebSocketError/Code/prepareFailed`` error carrying its description. `nil`
+    ///     (the default): every attempt uses `url` and `configuration` as they are.
+    ///   - onConnect: Runs after every (re)connect, before queued messages are sent; see
+    ///     ``init(to:configuration:policy:eventLoop:clock:onConnect:)-(String,_,_,_,_,_)``.
+    public init(
+        to url: String,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        policy: ReconnectPolicy = ReconnectPolicy(),
+        eventLoop: WebSocketEventLoop? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        prepare: (@Sendable (inout WebSocketConnectAttempt) async throws -> Void)? = nil,
+        onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
+    ) {
+        storage = ReconnectingStorage(
+            url: url, configuration: configuration, policy: policy, eventLoop: eventLoop, clock: clock, prepare: prepare,
+            onConnect: onConnect)
+    }
+
+    /// Creates a socket for `url` that hands every attempt to `prepare` first; see
+    /// ``init(to:configuration:policy:eventLoop:clock:prepare:onConnect:)-(String,_,_,_,_,_,_)``.
+    public convenience init(
+        to url: URL,
+        configuration: WebSocketConfiguration = WebSocketConfiguration(),
+        policy: ReconnectPolicy = ReconnectPolicy(),
+        eventLoop: WebSocketEventLoop? = nil,
+        clock: any Clock<Duration> = ContinuousClock(),
+        prepare: (@Sendable (inout WebSocketConnectAttempt) async throws -> Void)? = nil,
+        onConnect: (@Sendable (WebSocket) async throws -> Void)? = nil
+    ) {
+        self.init(
+            to: url.absoluteString, configuration: configuration, policy: policy, eventLoop: eventLoop, clock: clock,
+            prepare: prepare, onConnect: onConnect)
+    }
+
     /// Creates a socket for `url`; see ``init(to:configuration:policy:eventLoop:clock:onConnect:)-(String,_,_,_,_,_)``.
     public convenience init(
         to url: URL,

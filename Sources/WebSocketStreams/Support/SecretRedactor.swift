@@ -13,11 +13,14 @@ struct SecretRedactor: Sendable {
     /// Header names whose values are credentials (compared lowercased, by substring).
     private static let secretHeaderWords = ["authorization", "cookie", "token", "key", "secret", "password", "session", "auth"]
 
-    init(url: WebSocketURL, headers: [String: String]) {
+    /// - Parameter sensitiveHeaders: Names whose values are secrets whatever they contain
+    ///   (``WebSocketConfiguration/sensitiveHeaders``, any case), besides the usual words.
+    init(url: WebSocketURL, headers: [String: String], sensitiveHeaders: Set<String> = []) {
         var secrets: [String] = []
+        let sensitive = Set(sensitiveHeaders.map { $0.lowercased() })
         for (name, value) in headers {
             let lowered = name.lowercased()
-            if Self.secretHeaderWords.contains(where: { lowered.contains($0) }) {
+            if sensitive.contains(lowered) || Self.secretHeaderWords.contains(where: { lowered.contains($0) }) {
                 secrets.append(value)
                 // "Bearer abc": the token alone may be logged too.
                 if let space = value.firstIndex(of: " ") { secrets.append(String(value[value.index(after: space)...])) }

@@ -78,7 +78,8 @@ extension ClientTransport {
         switch proxy.kind {
         case .httpConnect:
             opening.step = .tunnelling(HTTPResponseParser())
-            send(proxy.connectRequest(to: url), connection: connection, loop: loop)
+            let proxyAuthorization = configuration.headers.value(named: "Proxy-Authorization")
+            send(proxy.connectRequest(to: url, proxyAuthorization: proxyAuthorization), connection: connection, loop: loop)
         case .socks5:
             let handshake = SOCKS5Handshake(
                 destination: target.socksDestination ?? .hostName(url.host), port: url.port,

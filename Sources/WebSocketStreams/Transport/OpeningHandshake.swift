@@ -44,7 +44,9 @@ struct OpeningHandshake {
 
     init(url: WebSocketURL, configuration: WebSocketConfiguration, clock: ConnectClock) {
         self.clock = clock
-        var headers = configuration.headers
+        // Proxy-Authorization is the proxy's: it goes on CONNECT (``ProxyAddress/connectRequest(to:proxyAuthorization:)``),
+        // never to the server.
+        var headers = configuration.headers.filter { $0.key.lowercased() != "proxy-authorization" }
         if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
             headers["Authorization"] = authorization
         }
@@ -55,7 +57,9 @@ struct OpeningHandshake {
             keyBytes: Crypto.randomBytes(count: 16))
         key = request.key
         requestBytes = request.bytes
-        let redactor = SecretRedactor(url: url, headers: headers)
+        let redactor = SecretRedactor(
+            url: url, headers: headers.merging(configuration.headers) { kept, _ in kept },
+            sensitiveHeaders: configuration.sensitiveHeaders)
         self.redactor = configuration.redactsSecretsInLogs && !redactor.secrets.isEmpty ? redactor : nil
     }
 }

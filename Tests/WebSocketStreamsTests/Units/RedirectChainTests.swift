@@ -104,7 +104,13 @@ struct RedirectChainTests {
         var upgrade = RedirectChain(start: try url("ws://a.example/x"), maxRedirects: 5)
         #expect(upgrade.next(after: redirect(308, to: "wss://a.example/x")) == .follow(dropCredentials: true))
 
-        let headers = ["Authorization": "Bearer t", "cookie": "s=1", "X-Trace": "keep"]
-        #expect(RedirectChain.withoutCredentials(headers) == ["X-Trace": "keep"])
+        let headers = [
+            "Authorization": "Bearer t", "cookie": "s=1", "PROXY-AUTHORIZATION": "Basic p", "x-api-key": "k",
+            "X-Trace": "keep",
+        ]
+        var sensitive = WebSocketConfiguration().sensitiveHeaders
+        #expect(RedirectChain.withoutCredentials(headers, sensitive: sensitive) == ["x-api-key": "k", "X-Trace": "keep"])
+        sensitive.insert("X-Api-Key")
+        #expect(RedirectChain.withoutCredentials(headers, sensitive: sensitive) == ["X-Trace": "keep"])
     }
 }
