@@ -181,6 +181,8 @@ let package = Package(
         .testTarget(
             name: "WSDumpTests",
             dependencies: ["wsdump", "WebSocketStreams", "WebSocketTestServer", "LibWebSocketsLoop", "SynchronizationSupport"],
+            // Read by path (#filePath), not bundled.
+            exclude: ["Fixtures"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(
