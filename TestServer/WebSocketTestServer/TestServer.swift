@@ -129,9 +129,15 @@ public final class TestServer: Sendable {
     /// ])
     /// ```
     ///
-    /// The other parameters are those of ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:)``.
-    ///
     /// - Parameters:
+    ///   - port: The port; 0 (the default) lets the system choose a free one.
+    ///   - host: The address to listen on; loopback by default.
+    ///   - tls: Serve `wss://` with freshly generated certificates.
+    ///   - compression: Whether to negotiate permessage-deflate.
+    ///   - recordTexts: Keep every received text message in ``ConnectionRecord/textsReceived``.
+    ///   - logger: Receives libwebsockets' server log lines; silent by default.
+    ///   - unixSocketPath: Also listen on this Unix domain socket, as in
+    ///     ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:)``.
     ///   - handlers: Paths of your own, each served by its ``Handler`` (a query is passed
     ///     through). A path that a built-in route uses is refused.
     /// - Throws: ``TestServerError/invalidHandlerPath(_:)`` for a handler path that is

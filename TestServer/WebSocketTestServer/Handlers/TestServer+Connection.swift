@@ -54,7 +54,7 @@ extension TestServer {
             messages = AsyncStream(unfolding: { await link.nextMessage() })
         }
 
-        /// The client's close code, once its close frame arrived (``WebSocketCloseCode/noStatusReceived``
+        /// The client's close code, once its close frame arrived (1005, no status received,
         /// for a close frame without one); `nil` before that, or if it dropped the connection.
         public var closeCode: WebSocketCloseCode? { link.clientClose.code }
         /// The reason in the client's close frame, once it arrived.
