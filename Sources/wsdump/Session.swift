@@ -56,6 +56,8 @@ final class Session {
     var closedNow: Set<WebSocketCloseCode> = []
     var inputStarted = false
     var inputEnded = false
+    /// Whether anything was sent or queued: an input line, `-t`, `--file` or `--send-file`.
+    var sentAnything = false
     var receiveEnded = false
     /// The peer's close frame, held until every message read before it has been shown.
     var heldIncomingClose: WebSocketWireEvent?
@@ -239,6 +241,7 @@ final class Session {
             link: link, credits: credits, upload: FileUpload(console: showsProgress ? console : nil),
             post: { post.yield($0) })
         outgoing = queue
+        sentAnything = options.initialText != nil || options.file != nil || options.streamedFile != nil
         if let text = options.initialText { queue.enqueue(.message(.text(text), fromInput: false)) }
         if isInteractive { printStatus(["type /help for commands; Ctrl-D closes, Ctrl-C quits"]) }
         if let file = options.file {
@@ -256,7 +259,7 @@ final class Session {
         if options.verbosity >= 2, let body = error.body, !body.isEmpty {
             printStatus(Self.bodyPreview(body))
         }
-        printError(error.description)
+        printError(ErrorAdvice.line(for: error, options: options))
         return ExitStatus.forFailure(error)
     }
 

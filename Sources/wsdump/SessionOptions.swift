@@ -40,6 +40,9 @@ struct SessionOptions: Sendable {
     var timeout: Duration?
     /// `--reconnect`: use a ``ReconnectingWebSocket``.
     var reconnect = false
+    /// `--listen`: standard input is not read; the session lasts until the server closes,
+    /// `--count`, `--timeout` or a signal.
+    var listens = false
     /// `--show-secrets`: no redaction in `-v` output.
     var showsSecrets = false
 }
