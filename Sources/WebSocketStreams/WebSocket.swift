@@ -136,6 +136,12 @@ public final class WebSocket: Sendable {
     /// most 10 seconds (then the socket is dropped). Calling it again, or on a closed
     /// connection, just waits for or returns that end.
     ///
+    /// Every message the peer sent ahead of its answering close frame still reaches
+    /// ``messages``. What it had not sent yet when this close arrived, it may drop: RFC 6455
+    /// lets a server answer a close at once, and many (the TestServer's `/push` among them)
+    /// stop pushing then. To get everything a server pushes, read until it closes (or until
+    /// the messages you expect have arrived) before closing.
+    ///
     /// - Parameters:
     ///   - code: A code that may be sent (``WebSocketCloseCode/isValidInCloseFrame``); others are
     ///     replaced by 1000.
