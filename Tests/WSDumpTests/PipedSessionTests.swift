@@ -288,5 +288,13 @@ struct PipedSessionTests {
             }
         }
     }
-}
 
+    /// A small message streamed arrives as one piece, and says so in the singular.
+    @Test func oneStreamedPieceIsSingular() async throws {
+        try await withTestServer { server in
+            let result = try await WSDumpProcess.run(["--stream", "--count", "1", server.url(path: "/push?count=1&size=10")])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == "binary (10 bytes, in 1 piece)\n", "\(result.stdout)")
+        }
+    }
+}
