@@ -96,6 +96,9 @@ struct TestServerCommand: AsyncParsableCommand {
         }
         await waitForTerminationSignal()
         dropper?.cancel()
+        // Stop accepting first: a connection that came in now would open, then be dropped
+        // without a close frame by stop(); refused at accept, its client just retries.
+        await server.refuseConnections(for: .seconds(3600))
         // A graceful restart: every client sees a 1001 close frame, not a dropped connection.
         let closed = await server.goAway()
         if closed > 0 { print("closed \(closed) connection(s) with 1001 (going away)") }

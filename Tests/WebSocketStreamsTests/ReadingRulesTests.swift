@@ -102,6 +102,35 @@ struct ReadingRulesTests {
         }
     }
 
+    @Test("a message of messageStreams read in one task while another asks for the next: refused, not a crash")
+    func streamedPiecesReadByTwoTasks() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            configuration.streamsIncomingMessages = true
+            let connection = try await WebSocket.connect(to: server.url(path: "/frame-echo"), configuration: configuration)
+            // A message whose first frame comes back at once and whose end never comes.
+            let (pieces, feed) = AsyncStream<Data>.makeStream()
+            let sender = Task { try await connection.send(streaming: pieces, as: .binary) }
+            feed.yield(Data(repeating: 1, count: 100))
+            var streams = connection.messageStreams.makeAsyncIterator()
+            let message = try #require(await streams.next())
+            let reader = Task { () -> WebSocketError? in
+                do {
+                    for try await _ in message {}
+                    return nil
+                } catch {
+                    return error as? WebSocketError
+                }
+            }
+            try await waitUntilReaderIsBusy(connection)   // the reader waits inside the message
+            #expect(await streams.next() == nil)
+            #expect(connection.error?.code == .invalidUse)
+            #expect(await reader.value?.code == .invalidUse)
+            feed.finish()
+            _ = try? await sender.value
+        }
+    }
+
     /// Waits until a reader is parked waiting for a message.
     private func waitUntilReaderIsBusy(_ connection: WebSocket) async throws {
         let deadline = ContinuousClock.now + .seconds(5)
