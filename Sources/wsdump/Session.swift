@@ -146,6 +146,7 @@ final class Session {
         case .sendFailed(let description): if phase == .open { printError(description) }
         case .uploadFinished: startInput()
         case .pingFinished(let result, let payload): pingFinished(result, requestedPayload: payload)
+        case .certificatePins(let line): printStatus([line])
         }
         return nil
     }
@@ -163,6 +164,12 @@ final class Session {
             // -v shows each redirect: the answers to the upgrade are enough.
             configuration.wireEventObserver = { event in
                 if event.kind == .handshakeResponseReceived { post.yield(.wire(event)) }
+            }
+        }
+        if options.verbosity >= 1, configuration.tls.verifyPeer == nil {
+            // -v shows the chain's pins, ready for --pin.
+            configuration.tls.verifyPeer = WebSocketTLSVerifier { peer in
+                post.yield(.certificatePins("pins: " + CertificatePins.describe(peer.publicKeyPins)))
             }
         }
         if options.reconnect {
