@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// It keeps a small buffer of messages taken from the connection in one batch, so a fast
 /// stream takes the connection's lock once per batch rather than once per message.
-// @unchecked: `buffer`, `cancellationNoted` and `publishedHolding` are only touched by
-// `next()` or `nextBatch()`, which AsyncStream calls from the one task iterating, one call
+// @unchecked: `buffer`, `cancellationNoted`, `publishedHolding` and `refused` are only touched by
+// `next()` or `nextBatch()` (and `deinit`), which AsyncStream calls from the one task iterating, one call
 // at a time; `started` is atomic; `id` and `rejection` are constants.
 final class MessageIteration: @unchecked Sendable {
     private let connection: ClientConnection
