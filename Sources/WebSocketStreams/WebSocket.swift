@@ -49,13 +49,25 @@ public final class WebSocket: Sendable {
     ///
     /// Iterate it once, in one task. Ending that iteration early, by leaving the loop or
     /// cancelling the task, closes the connection with 1001 (going away): the stream's
-    /// termination is the connection's teardown. Each access returns a new stream over the
-    /// same messages; a stream that is never iterated has no effect.
+    /// termination is the connection's teardown. So does releasing an iterator made with
+    /// `makeAsyncIterator()` after taking a message from it, e.g. a helper that makes one
+    /// per call and returns: for one message at a time, call ``receive()`` instead, which
+    /// ends nothing. Each access returns a new stream over the same messages; a stream
+    /// that is never iterated has no effect.
+    ///
+    /// One reader at a time: an iteration that starts while another task iterates
+    /// `messages` (or ``messageBatches``, ``messageStreams``, or waits in ``receive()``)
+    /// would split the messages between them, so it ends at once instead, and the
+    /// connection closes (1011) with ``error`` set to ``WebSocketError/Code/invalidUse``.
+    /// Read in one task and hand the messages on (e.g. through an `AsyncStream`).
+    ///
+    /// On a connection with ``WebSocketConfiguration/streamsIncomingMessages`` on, read
+    /// ``messageStreams``: `messages` ends at once there, and the connection closes with
+    /// ``error`` set to ``WebSocketError/Code/invalidUse``, saying so.
     public var messages: AsyncStream<WebSocketMessage> {
-        precondition(
-            !connection.configuration.streamsIncomingMessages,
-            "this connection streams its messages (streamsIncomingMessages): read them through messageStreams")
-        let iteration = MessageIteration(connection: connection)
+        let iteration = MessageIteration(
+            connection: connection,
+            rejection: connection.configuration.streamsIncomingMessages ? .messagesOfStreamingConnection : nil)
         return AsyncStream(unfolding: { await iteration.next() })
     }
 
@@ -124,6 +136,12 @@ public final class WebSocket: Sendable {
     /// most 10 seconds (then the socket is dropped). Calling it again, or on a closed
     /// connection, just waits for or returns that end.
     ///
+    /// Every message the peer sent ahead of its answering close frame still reaches
+    /// ``messages``. What it had not sent yet when this close arrived, it may drop: RFC 6455
+    /// lets a server answer a close at once, and many (the TestServer's `/push` among them)
+    /// stop pushing then. To get everything a server pushes, read until it closes (or until
+    /// the messages you expect have arrived) before closing.
+    ///
     /// - Parameters:
     ///   - code: A code that may be sent (``WebSocketCloseCode/isValidInCloseFrame``); others are
     ///     replaced by 1000.
@@ -152,14 +170,17 @@ public final class WebSocket: Sendable {
         connection.machine.withLock { $0.ending?.closeReason ?? "" }
     }
 
-    /// The error that ended the connection, once it has ended: e.g.
+    /// The error that ended the connection, once it has ended (or, when this side ends it
+    /// for an error, from the moment it starts closing): e.g.
     /// ``WebSocketError/messageTooLarge(limit:)`` or ``WebSocketError/pongTimeout``; for a
     /// connection lost without a close frame (1006), how it was lost, as
     /// ``WebSocketError/connectionFailed(_:)``: a reset, a TCP close, a TLS close_notify, or
-    /// a TLS stream cut inside a record. `nil` for a connection closed by a close
-    /// handshake, or by ``close(code:reason:)`` (see ``closeCode``).
+    /// a TLS stream cut inside a record; ``WebSocketError/Code/undecodableMessage`` after
+    /// ``WebSocketProtocol/messages(decoding:decoder:)`` closed it with 1007;
+    /// ``WebSocketError/Code/invalidUse`` when it was read the wrong way. `nil` for a
+    /// connection closed by a close handshake, or by ``close(code:reason:)`` (see ``closeCode``).
     public var error: WebSocketError? {
-        connection.machine.withLock { $0.ending?.error }
+        connection.machine.withLock { $0.error }
     }
 
     /// Messages accepted by ``send(_:)`` that the peer's TCP never acknowledged, oldest first:

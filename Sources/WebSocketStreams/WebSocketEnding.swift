@@ -50,3 +50,24 @@ public struct WebSocketEnding: Sendable, Hashable {
         self.unsentMessages = unsentMessages
     }
 }
+
+extension WebSocketEnding: CustomStringConvertible {
+    /// One line, e.g. `closed by the peer: 1000 (normal closure) "bye"`, `closed by this
+    /// side: 1009 (message too big); message larger than the 1024-byte limit; ...` or
+    /// `connection lost: 1006 (abnormal closure); connection failed: connection reset by peer;
+    /// 2 messages not sent`.
+    public var description: String {
+        let who = switch initiator {
+        case .peer: "closed by the peer"
+        case .local: "closed by this side"
+        case .connectionLost: "connection lost"
+        }
+        var line = "\(who): \(closeCode)"
+        if !closeReason.isEmpty { line += " \(closeReason.debugDescription)" }
+        if let error { line += "; \(error)" }
+        if !unsentMessages.isEmpty {
+            line += "; \(unsentMessages.count) message\(unsentMessages.count == 1 ? "" : "s") not sent"
+        }
+        return line
+    }
+}

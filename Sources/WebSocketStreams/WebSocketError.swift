@@ -150,6 +150,27 @@ extension WebSocketError {
         WebSocketError(code: .prepareFailed, reason: reason)
     }
 
+    /// The connection was read in a way it does not allow; `reason` says what to do instead
+    /// (see ``Code/invalidUse``).
+    public static func invalidUse(_ reason: String) -> WebSocketError {
+        WebSocketError(code: .invalidUse, reason: reason)
+    }
+
+    /// `messages` (or `messageBatches`) was read on a connection that streams its messages.
+    static var messagesOfStreamingConnection: WebSocketError {
+        .invalidUse(
+            "this connection streams its messages (streamsIncomingMessages is on): read them through "
+                + "messageStreams, or turn streamsIncomingMessages off to read messages or messageBatches")
+    }
+
+    /// A second reader came while another one took messages.
+    static var secondReader: WebSocketError {
+        .invalidUse(
+            "two readers at once: only one task may read a connection's messages (one iteration of "
+                + "messages, messageBatches or messageStreams, or one receive() call at a time); "
+                + "read in one task and hand messages to others, e.g. through an AsyncStream")
+    }
+
     /// A ``ReconnectingWebSocket``'s send queue is full (``ReconnectPolicy/maxQueuedMessages``
     /// messages or ``ReconnectPolicy/maxQueuedBytes`` bytes wait for a connection); the
     /// message was not queued.
@@ -194,16 +215,25 @@ extension WebSocketError: CustomStringConvertible {
             Self.closedDescription("connection closed", closeCode, closeReason)
         case .protocolViolation:
             Self.closedDescription("protocol violation by the peer; closed", closeCode, closeReason)
-        case .messageTooLarge: "\(reason ?? "message too large"); closed with 1009"
-        case .pongTimeout: "the peer did not answer a keep-alive ping in time"
+        case .messageTooLarge:
+            "\(reason ?? "message too large"); closed with 1009"
+                + ((reason ?? "").contains("maxFragmentsPerMessage") ? "" : Self.messageTooLargeAdvice)
+        // A heartbeat's timeout says so in its reason; a keep-alive ping's has none.
+        case .pongTimeout: reason ?? "the peer did not answer a keep-alive ping in time"
         case .invalidConfiguration: "invalid configuration: \(reason ?? "?")"
         case .sendQueueFull: "send queue full (\(reason ?? "")); the message was not queued"
         case .undecodableMessage: "\(reason ?? "a message did not decode"); closed with 1007"
         case .invalidMessage: "invalid message: \(reason ?? "?")"
         case .prepareFailed: "the prepare hook failed before connecting: \(reason ?? "?")"
+        case .invalidUse: "invalid use: \(reason ?? "?")"
         default: reason.map { "\(code): \($0)" } ?? "\(code)"
         }
     }
+
+    /// What to do about a message over the size limit.
+    private static let messageTooLargeAdvice =
+        " (raise WebSocketConfiguration.maxMessageSize, or turn on streamsIncomingMessages and read"
+        + " large messages in pieces through messageStreams, within maxStreamedMessageSize)"
 
     private static func closedDescription(_ prefix: String, _ code: WebSocketCloseCode?, _ reason: String?) -> String {
         let code = code.map { "\($0)" } ?? "?"

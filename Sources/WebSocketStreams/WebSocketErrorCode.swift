@@ -7,7 +7,7 @@ extension WebSocketError {
         private enum Kind: String, Hashable, Sendable {
             case invalidURL, connectionFailed, timedOut, tlsFailure, handshakeRejected, proxyRejected
             case closed, protocolViolation, messageTooLarge, pongTimeout, invalidConfiguration, sendQueueFull
-            case undecodableMessage, invalidMessage, prepareFailed
+            case undecodableMessage, invalidMessage, prepareFailed, invalidUse
         }
 
         private let kind: Kind
@@ -59,6 +59,12 @@ extension WebSocketError {
         /// socket ended (retrying without credentials would only hammer the server).
         /// Context: ``WebSocketError/reason`` (the description of the error it threw).
         public static let prepareFailed = Code(.prepareFailed)
+        /// The connection was read in a way it does not allow: ``WebSocket/messages`` (or
+        /// ``WebSocket/messageBatches``) on a connection that streams its messages
+        /// (``WebSocketConfiguration/streamsIncomingMessages``: read ``WebSocket/messageStreams``),
+        /// or a second reader (a task iterating `messages`, or calling ``WebSocket/receive()``)
+        /// while another one reads. Context: ``WebSocketError/reason`` says what to do instead.
+        public static let invalidUse = Code(.invalidUse)
 
         /// The code's name, e.g. `handshakeRejected`.
         public var description: String { kind.rawValue }

@@ -11,7 +11,7 @@ enum ArgumentPreprocessing {
     static let optionsWithOneValue: Set<String> = [
         "-p", "--proxy", "-o", "--origin", "--eof-wait", "-t", "--text", "--headers", "-H", "--header",
         "--ca-file", "--cert", "--key", "--file", "--count", "--timeout", "--ping-interval", "--pin", "--servername",
-        "--resolve", "--connect-to", "--max-redirects", "--local-address", "--header-command", "--sensitive-header",
+        "--resolve", "--connect-to", "--max-redirects", "--local-address", "--header-command", "--sensitive-header", "--max-message-size",
     ]
 
     /// The arguments (without the program name) rewritten.

@@ -119,7 +119,7 @@ extension Session {
         switch state {
         case .failed(let error):
             finalState = state
-            printError(error.description)
+            printError(ErrorAdvice.line(for: error, options: options))
         default:
             printStatus([MessageFormatter.stateLine(state)])
             if state.isTerminal { finalState = state }
@@ -153,7 +153,7 @@ extension Session {
         } else {
             console.printStatus([statusPalette.error(line)])
         }
-        if let error = connection.error { printError(error.description) }
+        if let error = connection.error { printError(ErrorAdvice.line(for: error, options: options)) }
         return timedOut ? .timedOut : status
     }
 }

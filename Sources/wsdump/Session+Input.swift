@@ -6,7 +6,7 @@ import WebSocketStreams
 extension Session {
     /// Starts reading standard input, once: raw keys for the line editor, or lines.
     func startInput() {
-        guard !inputStarted, phase == .open else { return }
+        guard !inputStarted, !options.listens, phase == .open else { return }
         inputStarted = true
         let post = post
         if isInteractive {
@@ -27,15 +27,25 @@ extension Session {
         }
         let message: WebSocketMessage = options.sendsLinesAsBinary
             ? .binary(Data(bytes)) : .text(String(decoding: bytes, as: UTF8.self))
+        sentAnything = true
         outgoing.enqueue(.message(message, fromInput: true))
     }
 
     /// Input ended: wait `--eof-wait` (or for `--wait-replies` messages), then close with 1000.
+    /// Piped input that ends before anything was sent (`wsdump URL </dev/null`) closes
+    /// nothing: the session only listens, as with `--listen`, since closing at once would
+    /// make what the server pushes a race against our close frame.
     func inputFinished() {
         guard !inputEnded else { return }
         inputEnded = true
         if isInteractive { console.setFooter(nil) }
         guard phase == .open else { return }
+        if !isInteractive, !sentAnything, options.waitReplies == nil, options.eofWait == .zero {
+            if options.verbosity >= 1 {
+                printStatus(["input ended before anything was sent: listening until the server closes, --count, --timeout or Ctrl-C"])
+            }
+            return
+        }
         if let waitReplies = options.waitReplies, receivedCount < waitReplies {
             // Closed by `received` once enough have arrived, or by the timer.
             startTimer(after: options.eofWait > .zero ? options.eofWait : Self.replyWaitLimit, posting: .eofWaitElapsed)

@@ -35,7 +35,7 @@ extension Session {
             console.printRaw(Array(piece.bytes))
         case .binary:
             if piece.isLast {
-                let line = "binary (\(MessageFormatter.byteCount(piece.byteCount)), in \(piece.index) pieces)"
+                let line = "binary (\(MessageFormatter.byteCount(piece.byteCount)), in \(piece.index) piece\(piece.index == 1 ? "" : "s"))"
                 printData([dataPalette.received(formatter.decorated ? "< " + line : line)])
             }
         }

@@ -56,6 +56,8 @@ final class Session {
     var closedNow: Set<WebSocketCloseCode> = []
     var inputStarted = false
     var inputEnded = false
+    /// Whether anything was sent or queued: an input line, `-t`, `--file` or `--send-file`.
+    var sentAnything = false
     var receiveEnded = false
     /// The peer's close frame, held until every message read before it has been shown.
     var heldIncomingClose: WebSocketWireEvent?
@@ -154,6 +156,7 @@ final class Session {
         case .sendFailed(let description): if phase == .open { printError(description) }
         case .uploadFinished: startInput()
         case .pingFinished(let result, let payload): pingFinished(result, requestedPayload: payload)
+        case .certificatePins(let line): printStatus([line])
         }
         return nil
     }
@@ -171,6 +174,12 @@ final class Session {
             // -v shows each redirect: the answers to the upgrade are enough.
             configuration.wireEventObserver = { event in
                 if event.kind == .handshakeResponseReceived { post.yield(.wire(event)) }
+            }
+        }
+        if options.verbosity >= 1, configuration.tls.verifyPeer == nil {
+            // -v shows the chain's pins, ready for --pin.
+            configuration.tls.verifyPeer = WebSocketTLSVerifier { peer in
+                post.yield(.certificatePins("pins: " + CertificatePins.describe(peer.publicKeyPins)))
             }
         }
         if options.reconnect {
@@ -271,6 +280,7 @@ final class Session {
             link: link, credits: credits, upload: FileUpload(console: showsProgress ? console : nil),
             post: { post.yield($0) })
         outgoing = queue
+        sentAnything = options.initialText != nil || options.file != nil || options.streamedFile != nil
         if let text = options.initialText { queue.enqueue(.message(.text(text), fromInput: false)) }
         if isInteractive { printStatus(["type /help for commands; Ctrl-D closes, Ctrl-C quits"]) }
         if let file = options.file {
@@ -288,7 +298,7 @@ final class Session {
         if options.verbosity >= 2, let body = error.body, !body.isEmpty {
             printStatus(Self.bodyPreview(body))
         }
-        printError(error.description)
+        printError(ErrorAdvice.line(for: error, options: options))
         return ExitStatus.forFailure(error)
     }
 

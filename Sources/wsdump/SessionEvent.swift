@@ -52,4 +52,6 @@ enum SessionEvent: Sendable {
     case uploadFinished
     /// A `/ping` finished.
     case pingFinished(Result<Duration, WebSocketError>, requestedPayload: String?)
+    /// `-v` on `wss://`: the server's chain, as `sha256/` pins with their roles.
+    case certificatePins(String)
 }

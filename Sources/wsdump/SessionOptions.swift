@@ -42,6 +42,9 @@ struct SessionOptions: Sendable {
     var reconnect = false
     /// `--header-command`: run before every attempt for that attempt's extra headers.
     var headerCommand: HeaderCommand?
+    /// `--listen`: standard input is not read; the session lasts until the server closes,
+    /// `--count`, `--timeout` or a signal.
+    var listens = false
     /// `--show-secrets`: no redaction in `-v` output.
     var showsSecrets = false
     /// `--record`: where the conversation is written for `TestServer --replay`.

@@ -24,7 +24,11 @@ struct WSDump: AsyncParsableCommand {
 
             When input ends, wsdump waits --eof-wait seconds (still printing what arrives), \
             or until --wait-replies messages have arrived, then closes with 1000 and waits for \
-            the server's close: a server may drop a request followed at once by a close. With --reconnect, lines \
+            the server's close: a server may drop a request followed at once by a close, and \
+            may stop sending what it had not sent yet when a close arrives. When input ends \
+            before anything was sent (wsdump URL </dev/null), wsdump only listens: it prints \
+            what arrives until the server closes, --count, --timeout or Ctrl-C, as --listen \
+            (which does not read input at all) does. With --reconnect, lines \
             wait for the next connection, but end of input and signals end the session at \
             once. Messages that were never sent are named on standard error (status 1).
 
@@ -108,6 +112,14 @@ struct WSDump: AsyncParsableCommand {
 
     @Option(name: .customLong("local-address"), help: ArgumentHelp("The local IP address to connect from.", valueName: "ADDR"))
     var localAddress: String?
+
+    @Flag(help: "Do not read standard input: print what the server sends until it closes, --count, --timeout or Ctrl-C (-t and --file are still sent).")
+    var listen = false
+
+    @Option(name: .customLong("max-message-size"), help: ArgumentHelp(
+        "The largest message to accept, in bytes (default 16 MiB); a larger one closes with 1009 (or use --stream).",
+        valueName: "bytes"))
+    var maxMessageSize: Int?
 
     @Flag(help: "Send input lines as binary messages.")
     var binary = false
@@ -265,6 +277,11 @@ struct WSDump: AsyncParsableCommand {
         }
         if stream, jsonl || json { throw ValidationError("--stream cannot be combined with --json or --jsonl (they need whole messages)") }
         configuration.streamsIncomingMessages = stream
+        if let maxMessageSize {
+            guard maxMessageSize > 0 else { throw ValidationError("--max-message-size must be at least 1 byte") }
+            configuration.maxMessageSize = maxMessageSize
+            if stream { configuration.maxStreamedMessageSize = maxMessageSize }
+        }
         for path in [caFile, cert, key, file, sendFile].compactMap(\.self) where !FileManager.default.isReadableFile(atPath: path) {
             throw ValidationError("cannot read '\(path)'")
         }
@@ -295,6 +312,7 @@ struct WSDump: AsyncParsableCommand {
         options.headerCommand = headerCommand.map(HeaderCommand.init(command:))
         options.showsSecrets = showSecrets
         options.recordPath = record
+        options.listens = listen
         return options
     }
 }

@@ -14,7 +14,7 @@ struct TestServerCommand: AsyncParsableCommand {
         abstract: "A local WebSocket server with routes that misbehave on purpose.",
         discussion: """
             Routes: /echo, /push?count=&size=&type=, /close?code=&reason=&after=, /drop?after=, \
-            /reject?status=&body=, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1, /uncompressed, \
+            /reject?status=&body=, /redirect?to=&hops=&loop=1, /slow?ms=, /hang, /stall, /headers, /bad-utf8?split=1, /uncompressed, \
             /huge-headers, /frame-echo (every frame back as it arrives, without lws's ws role), and \
             /hostile/KIND, which breaks RFC 6455 byte by byte. KIND is garbage?seed=&count=, reserved-bits, \
             unknown-opcode, masked, fragmented-control, huge-length, bad-close-code?code=, long-close-reason, \
@@ -124,6 +124,9 @@ struct TestServerCommand: AsyncParsableCommand {
         }
         await waitForTerminationSignal()
         dropper?.cancel()
+        // Stop accepting first: a connection that came in now would open, then be dropped
+        // without a close frame by stop(); refused at accept, its client just retries.
+        await server.refuseConnections(for: .seconds(3600))
         // A graceful restart: every client sees a 1001 close frame, not a dropped connection.
         let closed = await server.goAway()
         if closed > 0 { print("closed \(closed) connection(s) with 1001 (going away)") }

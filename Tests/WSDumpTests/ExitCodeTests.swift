@@ -89,6 +89,8 @@ struct ExitCodeTests {
             let untrusted = try await WSDumpProcess.run([url])
             #expect(untrusted.status == 1)
             #expect(untrusted.stderr.contains("error: TLS failure:"))
+            // What to do about it, in wsdump's own flag.
+            #expect(untrusted.stderr.contains("--ca-file"), "\(untrusted.stderr)")
 
             let caFile = try #require(server.caCertificateFile)
             let trusted = try await WSDumpProcess.run(["--ca-file", caFile, "-t", "hi", "--count", "1", "--eof-wait", "5", url])

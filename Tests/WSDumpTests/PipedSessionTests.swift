@@ -207,7 +207,8 @@ struct PipedSessionTests {
         try await withTestServer { server in
             let run = try WSDumpProcess(["-vv", "--ping-interval", "0.2", server.url(path: "/echo")], stdin: .open)
             await run.waitFor("< pong (", inErrors: true)
-            run.closeInput()
+            // Input that ends before anything was sent only listens: Ctrl-C ends it.
+            run.send(signal: SIGINT)
             let result = await run.finish()
             #expect(result.status == 0)
             #expect(result.stderr.contains("> ping (keep-alive)"))
@@ -253,7 +254,8 @@ struct PipedSessionTests {
             #expect(waited.status == 0, "stderr: \(waited.stderr)")
             #expect(waited.stdout == "one\ntwo\n")
 
-            let silent = try await WSDumpProcess.run(["--require-reply", server.url(path: "/echo")])
+            // Nothing sent and nothing received: wsdump listens until the server closes.
+            let silent = try await WSDumpProcess.run(["--require-reply", server.url(path: "/close?code=1000&after=50")])
             #expect(silent.status == 6)
             #expect(silent.stderr.contains("no message was received (--require-reply)"))
 
@@ -286,5 +288,13 @@ struct PipedSessionTests {
             }
         }
     }
-}
 
+    /// A small message streamed arrives as one piece, and says so in the singular.
+    @Test func oneStreamedPieceIsSingular() async throws {
+        try await withTestServer { server in
+            let result = try await WSDumpProcess.run(["--stream", "--count", "1", server.url(path: "/push?count=1&size=10")])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == "binary (10 bytes, in 1 piece)\n", "\(result.stdout)")
+        }
+    }
+}

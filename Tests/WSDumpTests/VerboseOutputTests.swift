@@ -60,4 +60,17 @@ struct VerboseOutputTests {
             #expect(!result.stderr.contains("request header"))
         }
     }
+
+    /// -v on wss:// prints the chain's pins with their roles, ready for --pin.
+    @Test func verbosePrintsTheChainsPins() async throws {
+        try await withTestServer(tls: .init()) { server in
+            let caFile = try #require(server.caCertificateFile)
+            let certificates = try #require(server.certificates)
+            let result = try await WSDumpProcess.run(
+                ["-v", "--ca-file", caFile, "-t", "hi", "--count", "1", "--eof-wait", "5", server.url(path: "/echo")])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stderr.contains(
+                "pins: leaf \(certificates.serverPublicKeyPin), CA \(certificates.caPublicKeyPin)"), "\(result.stderr)")
+        }
+    }
 }

@@ -47,7 +47,9 @@ struct RedirectTests {
 
             let tooMany = await expectWebSocketError { _ = try await WebSocket.connect(to: server.url(path: "/redirect?hops=6")) }
             let tooManyReason = reason(of: tooMany, ifCode: .handshakeRejected) ?? ""
-            #expect(tooManyReason.hasPrefix("more than 5 redirects (maxRedirects): ws://127.0.0.1:\(server.port)/redirect → "))
+            #expect(tooManyReason.hasPrefix("more than 5 redirects (maxRedirects): ws://127.0.0.1:\(server.port)/redirect?hops=6 → "))
+            // Each hop keeps its query, so the hops read apart.
+            #expect(tooManyReason.contains("/redirect?to=%2Fecho&hops=5 → "))
             #expect(tooMany?.httpStatus == 302)
 
             var off = WebSocketConfiguration()
@@ -58,6 +60,8 @@ struct RedirectTests {
             #expect(unfollowed?.code == .handshakeRejected)
             #expect(unfollowed?.httpStatus == 302)
             #expect(unfollowed?.header(named: "location") == "/echo")
+            #expect(unfollowed?.description.contains("redirects are off (maxRedirects is 0") == true)
+            #expect(unfollowed?.description.contains("to ws://127.0.0.1:\(server.port)/echo") == true)
         }
     }
 

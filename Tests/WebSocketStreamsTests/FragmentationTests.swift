@@ -56,6 +56,9 @@ struct FragmentationTests {
             #expect(count == 0)
             #expect(connection.closeCode == .messageTooBig)
             #expect(connection.error == .messageTooLarge(limit: 1000))
+            // What to do about it: the limit's name, and reading in pieces.
+            let description = connection.error?.description ?? ""
+            #expect(description.contains("maxMessageSize") && description.contains("streamsIncomingMessages"), "\(description)")
             let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
             #expect(seen.closeCodes == [.messageTooBig])
         }

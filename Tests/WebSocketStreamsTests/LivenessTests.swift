@@ -116,7 +116,10 @@ struct LivenessTests {
             let start = ContinuousClock.now
             let dead = try await WebSocket.connect(to: server.url(path: "/stall"), configuration: configuration)
             for await _ in dead.messages {}
-            #expect(reason(of: dead.error, ifCode: .pongTimeout)?.contains("no reply to the heartbeat") == true)
+            #expect(reason(of: dead.error, ifCode: .pongTimeout)?.contains("did not reply to the application heartbeat") == true)
+            // Its words name the heartbeat, not keep-alive's pings.
+            #expect(dead.error?.description.contains("heartbeat") == true)
+            #expect(dead.error?.description.contains("keep-alive ping") == false)
             #expect(ContinuousClock.now - start < .seconds(5))
         }
     }

@@ -42,6 +42,9 @@ struct TLSPinningTests {
             }
             #expect(reason.contains("pinnedPublicKeys"), "reason: \(reason)")
             #expect(reason.contains(certificates.serverPublicKeyPin) && reason.contains(certificates.caPublicKeyPin), "reason: \(reason)")
+            // Which key is which: the leaf's, then the CA's.
+            #expect(reason.contains("leaf \(certificates.serverPublicKeyPin)"), "reason: \(reason)")
+            #expect(reason.contains("CA \(certificates.caPublicKeyPin)"), "reason: \(reason)")
             #expect(server.snapshot.connections.isEmpty, "no upgrade request reached the server")
         }
     }

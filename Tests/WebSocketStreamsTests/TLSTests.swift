@@ -18,6 +18,10 @@ struct TLSTests {
                 return
             }
             #expect(reason.contains("issuer"), "reason: \(reason); log: \(log.diagnostics)")
+            // What to do about it: the settings that trust a CA.
+            for setting in ["tls.trustedCAPEM", "tls.trustedCAFile", "SSL_CERT_FILE"] {
+                #expect(reason.contains(setting), "reason: \(reason)")
+            }
         }
     }
 

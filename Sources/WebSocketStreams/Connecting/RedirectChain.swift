@@ -30,9 +30,10 @@ struct RedirectChain {
     /// The statuses followed.
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    /// Whether `error` is an answer a chain allowing `maxRedirects` would look at.
+    /// Whether `error` is a redirect a chain looks at: with any `maxRedirects`, since with 0
+    /// the chain refuses it saying that redirects are off, and where it pointed.
     static func isRedirect(_ error: WebSocketError, maxRedirects: Int) -> Bool {
-        maxRedirects > 0 && error.code == .handshakeRejected && error.httpStatus.map(redirectStatuses.contains) == true
+        error.code == .handshakeRejected && error.httpStatus.map(redirectStatuses.contains) == true
     }
 
     /// What to do after the current URL's upgrade was refused with `error`.
@@ -53,7 +54,7 @@ struct RedirectChain {
         let from = current
         guard let location = error.header(named: "Location"),
               !location.isEmpty else {
-            return .refuse(refusal(error, "the server answered \(status) without a Location to follow (\(from.withoutQuery))"))
+            return .refuse(refusal(error, "the server answered \(status) without a Location to follow (\(from.redacted))"))
         }
         let target: WebSocketURL
         do {
@@ -62,8 +63,12 @@ struct RedirectChain {
             return .refuse(refusal(
                 error, "the server redirected (\(status)) to '\(location)', which is not a WebSocket URL: \(error.reason ?? "\(error)")"))
         }
+        if maxRedirects <= 0 {
+            return .refuse(refusal(error, "the server redirected (\(status)) from \(from.redacted) to \(target.redacted), "
+                + "and redirects are off (maxRedirects is 0; wsdump: --max-redirects)"))
+        }
         if from.isSecure, !target.isSecure {
-            return .refuse(refusal(error, "refused to follow a redirect from \(from.withoutQuery) to \(target.withoutQuery): it would drop TLS (wss to ws)"))
+            return .refuse(refusal(error, "refused to follow a redirect from \(from.redacted) to \(target.redacted): it would drop TLS (wss to ws)"))
         }
         if visited.contains(where: { $0.description == target.description }) {
             return .refuse(refusal(error, "redirect loop: \(chain(then: target))"))
@@ -90,10 +95,10 @@ struct RedirectChain {
         a.isSecure == b.isSecure && a.host == b.host && a.port == b.port && a.unixSocketPath == b.unixSocketPath
     }
 
-    /// The chain so far and `next`, as "ws://a/x → ws://b/y → ..." (queries left out:
-    /// they may carry tokens).
+    /// The chain so far and `next`, as "ws://a/x?room=1 → ws://b/y?token=<redacted> → ..."
+    /// (query values that look secret redacted).
     private func chain(then next: WebSocketURL) -> String {
-        (visited + [next]).map(\.withoutQuery).joined(separator: " → ")
+        (visited + [next]).map(\.redacted).joined(separator: " → ")
     }
 
     /// `error` (the refusal, its status, headers and body) with `reason`.
@@ -160,8 +165,29 @@ struct RedirectChain {
 }
 
 extension WebSocketURL {
-    /// The URL written out without its query, which may carry a token.
-    fileprivate var withoutQuery: String { String(description.prefix { $0 != "?" }) }
+    /// The URL written out (without user info), with the values of query parameters that
+    /// look secret replaced by `<redacted>`: those named like a credential (`token`, `key`,
+    /// `auth`, `sig`, ...) and long token-like ones, so hops stay told apart without
+    /// leaking what a URL carries.
+    var redacted: String {
+        let text = description
+        guard let questionMark = text.firstIndex(of: "?") else { return text }
+        let query = text[text.index(after: questionMark)...]
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: false).map { parameter -> String in
+            guard let equals = parameter.firstIndex(of: "=") else { return String(parameter) }
+            let name = parameter[..<equals].lowercased()
+            let value = parameter[parameter.index(after: equals)...]
+            let secretName = Self.secretQueryWords.contains { name.contains($0) }
+            let tokenLike = value.count >= 24 && value.allSatisfy { $0.isLetter || $0.isNumber || "-_.~+/=%".contains($0) }
+            return secretName || tokenLike ? String(parameter[...equals]) + SecretRedactor.replacement : String(parameter)
+        }
+        return text[...questionMark] + parameters.joined(separator: "&")
+    }
+
+    /// Parts of query parameter names that mark a credential (compared lowercased).
+    private static let secretQueryWords = [
+        "token", "key", "secret", "password", "passwd", "auth", "sig", "session", "jwt", "credential", "code",
+    ]
 }
 
 extension String {

@@ -7,6 +7,26 @@
 /// // dns 1.9 ms, tcp 0.4 ms (1 attempt), tls 5.2 ms, upgrade 0.9 ms, total 8.6 ms
 /// ```
 ///
+/// The fields, by the word ``description`` prints for each:
+///
+/// | Printed | Field | Type |
+/// |---|---|---|
+/// | `dns` | ``nameResolution`` | `Duration?` (`nil`: nothing to resolve) |
+/// | `tcp` | ``tcpConnect`` | `Duration` |
+/// | `(N attempts, ADDRESS)` | ``connectionAttempts``, ``remoteAddress`` | `Int`, `String?` |
+/// | `proxy` | ``proxyTunnel`` | `Duration?` (`nil`: no proxy) |
+/// | `tls` / `(resumed)` | ``tlsHandshake``, ``isTLSSessionResumed`` | `Duration?` (`nil`: `ws://`), `Bool` |
+/// | `upgrade` | ``upgrade`` | `Duration` |
+/// | `N redirects` | ``redirects`` | `Int` |
+/// | `total` | ``total`` | `Duration` |
+///
+/// ```swift
+/// let timings = connection.connectTimings
+/// if let tls = timings.tlsHandshake, tls > .milliseconds(200) {
+///     print("slow TLS to \(timings.remoteAddress ?? "?"): \(tls)")
+/// }
+/// ```
+///
 /// Each phase is the last hop's when redirects were followed; ``total`` covers them all.
 /// The same figures go to swift-metrics as `websocket_client_connect_phase_duration`
 /// (see <doc:Metrics>) and are printed by `wsdump -v`.

@@ -44,6 +44,67 @@ extension ClientConnection {
         return await next(batchInto: &unused, batching: false)
     }
 
+    /// One message for ``WebSocket/receive()``: the next one, waiting for it. Throws the
+    /// connection's error once it has ended and nothing is left, ``WebSocketError/Code/invalidUse``
+    /// while another reader takes messages, and `CancellationError` when the task is
+    /// cancelled while waiting (the connection stays open then, and no message is lost).
+    nonisolated(nonsending)
+    func receive() async throws -> WebSocketMessage {
+        let id = waiterIDs.add(1, ordering: .relaxed).newValue
+        guard machine.withLock({ $0.claimReading(by: id) }) else { throw WebSocketError.secondReader }
+        defer { machine.withLock { $0.releaseReading(by: id) } }
+        try Task.checkCancellation()
+        var unused = Deque<WebSocketMessage>()
+        switch machine.withLock({ $0.next(batchInto: &unused, batching: false) }) {
+        case .message(let message, let wake):
+            if wake { self.wake() }
+            return message
+        case .finished:
+            throw machine.withLock { $0.closedError }
+        case .wait:
+            break
+        }
+        let message = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+                switch machine.withLock({ $0.park(consumer: continuation) }) {
+                case .resume(let consumer, let message, let wake):
+                    if wake { self.wake() }
+                    consumer.resume(returning: message)
+                case .parked(let wake):
+                    if wake { self.wake() }
+                }
+            }
+        } onCancel: {
+            for consumer in machine.withLock({ $0.receiveCancelled() }) { consumer.resume(returning: nil) }
+        }
+        if let message { return message }
+        let (closed, error) = machine.withLock { ($0.isClosed, $0.closedError) }
+        if !closed, Task.isCancelled { throw CancellationError() }
+        throw error
+    }
+
+    /// Starts reading for iteration `reader` of `messages`: `false` (and the connection
+    /// ends with ``WebSocketError/Code/invalidUse``) when another reader takes messages.
+    func claimReading(by reader: UInt64) -> Bool {
+        if machine.withLock({ $0.claimReading(by: reader) }) { return true }
+        closeFailing(with: .secondReader, code: .internalServerError, reason: "two readers of messages")
+        return false
+    }
+
+    func releaseReading(by reader: UInt64) {
+        machine.withLock { $0.releaseReading(by: reader) }
+    }
+
+    /// Ends the connection for `error` (which becomes ``WebSocket/error`` at once), closing with `code`.
+    func closeFailing(with error: WebSocketError, code: WebSocketCloseCode, reason: String) {
+        let (wake, failedSenders, closedError) = machine.withLock { machine in
+            let wake = machine.closeFailing(with: error, code: code, reason: reason)
+            return (wake, machine.outbound.takeParkedSenders(), machine.closedError)
+        }
+        if wake { self.wake() }
+        for sender in failedSenders { sender.resume(throwing: closedError) }
+    }
+
     func streamCreated() {
         machine.withLock { $0.streamCreated() }
     }

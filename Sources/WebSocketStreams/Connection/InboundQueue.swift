@@ -121,6 +121,9 @@ struct InboundQueue {
         consumers.append(consumer)
     }
 
+    /// Whether a consumer waits for a message.
+    var hasParkedConsumer: Bool { !consumers.isEmpty }
+
     /// Removes every parked consumer (the connection ended, or the consumer was cancelled).
     mutating func takeConsumers() -> Deque<Consumer> {
         defer { consumers = [] }

@@ -11,8 +11,8 @@ import SynchronizationSupport
 /// as one piece. Asking for the next message skips what is left of the current one, in
 /// order, so the connection stays usable however little of a message was read.
 // @unchecked: `current`, `ended` and `first` are touched only inside `exclusively`,
-// which the atomic `busy` flag keeps to one caller at a time (a second one stops the
-// program, as a second concurrent `AsyncStream` iterator does).
+// which the atomic `busy` flag keeps to one caller at a time (a second one is refused
+// with `invalidUse` and touches nothing).
 final class StreamedMessageReader: @unchecked Sendable {
     private let iteration: MessageIteration
     private let connection: ClientConnection
@@ -35,7 +35,7 @@ final class StreamedMessageReader: @unchecked Sendable {
     /// The next message, after skipping the rest of the current one; `nil` at the end.
     nonisolated(nonsending)
     func nextMessage() async -> WebSocketIncomingMessage? {
-        await exclusively { () async -> WebSocketIncomingMessage? in
+        await exclusively(refused: nil) { () async -> WebSocketIncomingMessage? in
             first = nil
             while !ended {
                 guard let piece = await iteration.next() else { return nil }
@@ -53,7 +53,7 @@ final class StreamedMessageReader: @unchecked Sendable {
     /// past it). Throws the connection's error when it ended inside the message.
     nonisolated(nonsending)
     func nextPiece(of number: Int) async throws(WebSocketError) -> Data? {
-        let result = await exclusively { () async -> Result<Data?, WebSocketError> in
+        let result = await exclusively(refused: .failure(.secondReader)) { () async -> Result<Data?, WebSocketError> in
             guard number == current else { return .success(nil) }
             if let piece = first {
                 first = nil
@@ -77,10 +77,14 @@ final class StreamedMessageReader: @unchecked Sendable {
         return .closed(code: ending?.closeCode ?? .abnormalClosure, reason: "the connection closed inside a message")
     }
 
+    /// Runs `body` unless another task is inside the reader: then the connection ends with
+    /// ``WebSocketError/Code/invalidUse`` (two readers would split its pieces) and the
+    /// caller gets `refused`.
     nonisolated(nonsending)
-    private func exclusively<Value>(_ body: () async -> Value) async -> Value {
+    private func exclusively<Value>(refused: Value, _ body: () async -> Value) async -> Value {
         if busy.exchange(true, ordering: .acquiring) {
-            fatalError("a WebSocket's messageStreams and their messages were read by two tasks at once")
+            connection.closeFailing(with: .secondReader, code: .internalServerError, reason: "two readers of messages")
+            return refused
         }
         defer { busy.store(false, ordering: .releasing) }
         return await body()

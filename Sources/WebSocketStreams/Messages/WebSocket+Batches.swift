@@ -16,10 +16,9 @@ extension WebSocket {
     /// }
     /// ```
     public var messageBatches: AsyncStream<[WebSocketMessage]> {
-        precondition(
-            !connection.configuration.streamsIncomingMessages,
-            "this connection streams its messages (streamsIncomingMessages): read them through messageStreams")
-        let iteration = MessageIteration(connection: connection)
+        let iteration = MessageIteration(
+            connection: connection,
+            rejection: connection.configuration.streamsIncomingMessages ? .messagesOfStreamingConnection : nil)
         return AsyncStream(unfolding: { await iteration.nextBatch() })
     }
 }

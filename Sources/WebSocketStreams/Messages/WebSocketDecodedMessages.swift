@@ -50,7 +50,10 @@ public struct WebSocketDecodedMessages<Value: Decodable>: AsyncSequence, Sendabl
             } catch {
                 failed = true
                 let failure = WebSocketError.undecodableMessage(message, as: Value.self, detail: Self.describe(error))
-                await socket.close(code: .invalidFramePayloadData, reason: "message did not decode as \(Self.typeName)")
+                let reason = "message did not decode as \(Self.typeName)"
+                // A single connection keeps the failure as its `error`.
+                (socket as? WebSocket)?.connection.closeFailing(with: failure, code: .invalidFramePayloadData, reason: reason)
+                await socket.close(code: .invalidFramePayloadData, reason: reason)
                 throw failure
             }
         }

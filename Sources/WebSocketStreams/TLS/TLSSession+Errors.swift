@@ -50,7 +50,8 @@ extension TLSSession {
             "the server's certificate is not valid yet"
         case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
              X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-            "the server's certificate is not signed by a trusted CA"
+            "the server's certificate is not signed by a trusted CA (trust its CA with tls.trustedCAPEM or "
+                + "tls.trustedCAFile, or add it to the system's store, or point SSL_CERT_FILE at a bundle that holds it)"
         case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
             "the server's certificate does not name \(host)"
         default:
@@ -58,5 +59,15 @@ extension TLSSession {
         }
         let text = X509_verify_cert_error_string(code).map { String(cString: $0) } ?? "unknown error"
         return "\(summary) (X509 error \(code): \(text))"
+    }
+
+    /// The pins of a chain (leaf first) with the role of each: `leaf sha256/…, CA sha256/…`;
+    /// between them, intermediate CAs. `none` for an empty chain.
+    static func describePins(_ pins: [String]) -> String {
+        guard !pins.isEmpty else { return "none" }
+        return pins.enumerated().map { index, pin in
+            let role = index == 0 ? "leaf" : index == pins.count - 1 ? "CA" : "intermediate CA"
+            return "\(role) \(pin)"
+        }.joined(separator: ", ")
     }
 }

@@ -142,9 +142,9 @@ extension ClientTransport {
         guard !pins.isEmpty, !tls.isResumed else { return nil }
         let presented = tls.peerPublicKeyPins()
         guard presented.allSatisfy({ !pins.contains($0) }) else { return nil }
-        let keys = presented.isEmpty ? "none" : presented.joined(separator: ", ")
         return .tlsFailure(
-            "the server's certificates match none of tls.pinnedPublicKeys (\(tlsServerName)); their public keys are \(keys)")
+            "the server's certificates match none of tls.pinnedPublicKeys (\(tlsServerName)); their public keys, "
+                + "leaf first, are \(TLSSession.describePins(presented))")
     }
 
     /// The error for a server that ``WebSocketConfiguration/TLS/verifyPeer`` refused, or `nil`.

@@ -48,8 +48,15 @@ struct RedirectChainTests {
             var chain = RedirectChain(start: try url("ws://a.example/x"), maxRedirects: 5)
             #expect(chain.next(after: redirect(status, to: "/y")) == .notARedirect)
         }
+        // Redirects off: refused, saying so and where it pointed.
         var off = RedirectChain(start: try url("ws://a.example/x"), maxRedirects: 0)
-        #expect(off.next(after: redirect(302, to: "/y")) == .notARedirect)
+        guard case .refuse(let refusal) = off.next(after: redirect(302, to: "/y?room=1")) else {
+            Issue.record("a redirect with maxRedirects 0 is refused")
+            return
+        }
+        #expect(refusal.httpStatus == 302)
+        #expect(refusal.reason == "the server redirected (302) from ws://a.example/x to ws://a.example/y?room=1, "
+            + "and redirects are off (maxRedirects is 0; wsdump: --max-redirects)")
         var timedOut = RedirectChain(start: try url("ws://a.example/x"), maxRedirects: 5)
         #expect(timedOut.next(after: .timedOut) == .notARedirect)
     }
@@ -63,7 +70,7 @@ struct RedirectChainTests {
         }
         #expect(error.code == .handshakeRejected)
         #expect(error.httpStatus == 301)
-        #expect(error.reason == "refused to follow a redirect from wss://a.example/x to ws://a.example/x: it would drop TLS (wss to ws)")
+        #expect(error.reason == "refused to follow a redirect from wss://a.example/x?token=<redacted> to ws://a.example/x: it would drop TLS (wss to ws)")
         #expect(chain.redirects == 0)
     }
 
@@ -112,5 +119,20 @@ struct RedirectChainTests {
         #expect(RedirectChain.withoutCredentials(headers, sensitive: sensitive) == ["x-api-key": "k", "X-Trace": "keep"])
         sensitive.insert("X-Api-Key")
         #expect(RedirectChain.withoutCredentials(headers, sensitive: sensitive) == ["X-Trace": "keep"])
+    }
+
+    @Test("a chain keeps each hop's query, with secret-looking values redacted")
+    func chainKeepsQueriesRedacted() throws {
+        var chain = RedirectChain(start: try url("ws://a.example/feed?room=1&token=abc123"), maxRedirects: 1)
+        #expect(chain.next(after: redirect(302, to: "/feed?room=2&sig=xyz")) == .follow(dropCredentials: false))
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abcdefghijklmnop"
+        guard case .refuse(let refusal) = chain.next(after: redirect(302, to: "/feed?room=3&t=\(jwt)")) else {
+            Issue.record("the second redirect is one too many")
+            return
+        }
+        #expect(refusal.reason == "more than 1 redirects (maxRedirects): ws://a.example/feed?room=1&token=<redacted> → "
+            + "ws://a.example/feed?room=2&sig=<redacted> → ws://a.example/feed?room=3&t=<redacted>")
+        #expect(refusal.reason?.contains("abc123") == false)
+        #expect(refusal.reason?.contains("xyz") == false)
     }
 }

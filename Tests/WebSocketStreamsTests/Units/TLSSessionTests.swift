@@ -233,7 +233,8 @@ struct TLSSessionTests {
         let client = try TLSSession(context: .shared(for: .init()), host: "localhost", verifyHost: true)
         let server = try MemoryTLSServer(certificates: certificates)
         let text = try #require(failureText(handshake(client, server)))
-        #expect(text == "the server's certificate is not signed by a trusted CA "
+        #expect(text == "the server's certificate is not signed by a trusted CA (trust its CA with tls.trustedCAPEM or "
+            + "tls.trustedCAFile, or add it to the system's store, or point SSL_CERT_FILE at a bundle that holds it) "
             + "(X509 error 20: unable to get local issuer certificate)")
         // The session is dead: an alert went out and nothing more can be written.
         #expect(server.handshake() == -1)

@@ -39,4 +39,52 @@ extension ConnectionStateMachine {
         guard consumer.liveStreams == 0 else { return false }
         return startClosing(CloseReason(code: .goingAway, reason: ""))
     }
+
+    // MARK: - One reader at a time
+
+    /// `reader` (an iteration of `messages`, or a `receive()` call) starts taking messages.
+    /// Returns `false` when another reader holds the connection: messages must never be
+    /// split between two readers without anyone noticing.
+    mutating func claimReading(by reader: UInt64) -> Bool {
+        if let current = consumer.reader, current != reader { return false }
+        consumer.reader = reader
+        consumer.isReceiveCancelled = false
+        return true
+    }
+
+    /// `reader` is done (its iteration was released, or its `receive()` returned).
+    mutating func releaseReading(by reader: UInt64) {
+        if consumer.reader == reader { consumer.reader = nil }
+    }
+
+    /// The task in `receive()` was cancelled: its parked continuation (the only one, as there
+    /// is one reader) stops waiting; the connection stays open and nothing is lost.
+    mutating func receiveCancelled() -> [InboundQueue.Consumer] {
+        consumer.isReceiveCancelled = true
+        return inbound.takeConsumers().elementsAsArray
+    }
+
+    /// The connection ends because it was used in a way it does not allow (a misuse of
+    /// the API, or a message the application could not use): `error` becomes the
+    /// connection's ``WebSocket/error`` at once, and the close frame (`code`, `reason`)
+    /// goes out behind the messages already accepted. Returns whether to wake the loop.
+    mutating func closeFailing(with error: WebSocketError, code: WebSocketCloseCode, reason: String) -> Bool {
+        let wake = startClosing(CloseReason(code: code, reason: reason))
+        if case .closing(var closing) = state, closing.failure == nil {
+            closing.failure = error
+            if closing.initiator == nil { closing.initiator = .local }
+            state = .closing(closing)
+        }
+        return wake
+    }
+
+    /// The error that ends (or ended) the connection: the ending's, or while closing, the
+    /// failure this side is ending it for.
+    var error: WebSocketError? {
+        switch state {
+        case .closed(let ending): ending.error
+        case .closing(let closing): closing.failure
+        case .connecting, .open: nil
+        }
+    }
 }

@@ -156,7 +156,7 @@ extension ConnectionStateMachine {
         case .message(let message, let wake): return .resume(waiter, with: message, wake: wake)
         case .finished: return .resume(waiter, with: nil, wake: false)
         case .wait:
-            if consumer.isCancelled { return .resume(waiter, with: nil, wake: false) }
+            if consumer.isCancelled || consumer.isReceiveCancelled { return .resume(waiter, with: nil, wake: false) }
             inbound.park(waiter)
             guard deferredFailure != nil else { return .parked(wake: false) }
             return .parked(wake: request(.applyDeferredFailure))

@@ -96,5 +96,10 @@ extension ConnectionStateMachine {
         /// The connection belongs to a scope that closes it when it ends
         /// (``WebSocket/withConnection(to:configuration:eventLoop:isolation:_:)``).
         var isScoped = false
+        /// The one reader taking messages now: an iteration of `messages` (from its first
+        /// `next()` until it is released) or a `receive()` call (while it runs); `nil` when none.
+        var reader: UInt64?
+        /// The task in `receive()` was cancelled: it stops waiting, the connection stays open.
+        var isReceiveCancelled = false
     }
 }

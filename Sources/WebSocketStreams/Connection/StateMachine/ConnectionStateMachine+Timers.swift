@@ -84,7 +84,7 @@ extension ConnectionStateMachine {
                 return .sendHeartbeat
             case .timedOut:
                 failed(with: WebSocketError(
-                    code: .pongTimeout, reason: "no reply to the heartbeat within \(heartbeat.timeout) (heartbeat.timeout)"),
+                    code: .pongTimeout, reason: "the peer did not reply to the application heartbeat within \(heartbeat.timeout) (WebSocketHeartbeat.timeout)"),
                     closeCode: nil)
                 return .heartbeatTimedOut
             }
