@@ -232,9 +232,11 @@ struct HandlerTests {
 
     @Test("a handler that never reads does not stop other connections")
     func handlerThatNeverReads() async throws {
+        let done = AsyncStream.makeStream(of: Void.self)
         let handlers: [String: TestServer.Handler] = [
             "/deaf": TestServer.Handler { connection in
-                try await connection.delay(.seconds(30))
+                for await _ in done.stream { break }   // never reads; drops when the test is done
+                await connection.drop()
             },
             "/echoing": TestServer.Handler { connection in
                 for await message in connection.messages { try await connection.send(message) }
@@ -255,9 +257,10 @@ struct HandlerTests {
             }
             flood.cancel()
             await other.close()
-            // `deaf` is left to the server's stop: the server no longer reads it, so a close
-            // handshake would wait for the client's close timeout.
-            withExtendedLifetime(deaf) {}
+            done.continuation.yield()
+            var deafMessages = deaf.messages.makeAsyncIterator()
+            #expect(await deafMessages.next() == nil)
+            #expect(deaf.closeCode == .abnormalClosure)
         }
     }
 
