@@ -57,7 +57,7 @@ struct HeaderCommand: Sendable {
         }
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let stderrText = (try? Data(contentsOf: errorFile)) ?? Data()
+        let stderrText = Self.contents(ofFile: errorFile.path)
         let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         guard status == 0 else {
             let text = String(decoding: stderrText, as: UTF8.self).trimmingCharacters(in: .newlines)
@@ -68,6 +68,22 @@ struct HeaderCommand: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The bytes of the file at `path` (empty if it cannot be read). Read with POSIX calls:
+    /// Foundation's `Data(contentsOf:)` leaks its buffer for an empty file.
+    private static func contents(ofFile path: String) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { return [] }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return bytes
     }
 
     /// The headers in `output`: one `Name: value` per line, blank lines skipped.
