@@ -34,7 +34,8 @@ struct TestServerCommandTests {
             #expect(error.code == .connectionFailed, "\(error)")
         }
         withExtendedLifetime(stalled) {}
-        let result = await server.finish()
-        #expect(result.stdout.contains("TestServer stopped"))
+        // Its graceful stop waits for the stalled client; this test is done with it.
+        server.send(signal: SIGKILL)
+        _ = await server.finish()
     }
 }
