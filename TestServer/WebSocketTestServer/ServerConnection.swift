@@ -122,6 +122,12 @@ final class ServerConnection {
     /// timer path as `/close`, `/drop` and ``goAway(_:code:)``.
     func requestEnding(_ ending: Ending, _ wsi: OpaquePointer) {
         guard self.ending == nil else { return }
+        // A close handshake needs the client's answer read: whatever paused reading (a
+        // handler that stopped, a full inbox) gives way now.
+        if case .close = ending, !readingPauses.isEmpty {
+            readingPauses = []
+            lws_rx_flow_control(wsi, 1)
+        }
         if current == nil, outbound.isEmpty {
             self.ending = ending
             EventLoopThread.setTimer(of: wsi, after: .microseconds(1))

@@ -190,11 +190,13 @@ public final class TestServer: Sendable {
         let bound = loop.boundPort
         guard bound > 0 else {
             await thread.shutdown()
+            await runner?.stop()
             certificates?.remove()
             throw TestServerError.couldNotListen("\(host):\(port)")
         }
         if let unixSocketPath, !loop.listensOnUnixSocket {
             await thread.shutdown()
+            await runner?.stop()
             certificates?.remove()
             throw TestServerError.couldNotListen("unix socket \(unixSocketPath)")
         }
@@ -203,6 +205,7 @@ public final class TestServer: Sendable {
             rawTLSListener = try certificates.map { try RawTLSListener.start(host: host, certificates: $0, recorder: recorder) }
         } catch {
             await thread.shutdown()
+            await runner?.stop()
             certificates?.remove()
             throw error
         }

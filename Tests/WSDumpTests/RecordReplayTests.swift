@@ -175,6 +175,7 @@ struct RecordReplayTests {
         ("{\"type\":\"recording\",\"version\":1}\n{\"t\":1,\"direction\":\"in\",\"type\":\"binary\",\"base64\":\"@@@\"}", "line 2: \"base64\""),
         ("{\"type\":\"recording\",\"version\":1}\n\n{\"t\":1,\"direction\":\"in\",\"type\":\"smoke\"}", "line 3: unknown type \"smoke\""),
         ("{\"t\":1,\"direction\":\"in\",\"type\":\"text\",\"data\":\"x\"}", "line 1: the first line must be"),
+        ("{\"type\":\"recording\",\"version\":1}\n{\"t\":1,\"direction\":\"in\",\"type\":\"close\",\"code\":1005}", "line 2: close code 1005 never goes in a close frame"),
     ])
     func invalidRecordings(text: String, expected: String) throws {
         do {
@@ -183,6 +184,15 @@ struct RecordReplayTests {
         } catch {
             #expect(error.description.contains(expected), "\(error.description)")
         }
+    }
+
+    @Test("a recorded 1006 is the drop it names")
+    func abnormalClosureIsADrop() throws {
+        let recording = try TestServer.Recording(jsonLines: """
+            {"type":"recording","version":1}
+            {"t":5,"direction":"in","type":"close","code":1006,"reason":""}
+            """)
+        #expect(recording.events.map(\.kind) == [.drop])
     }
 
     @Test("TestServer --replay refuses a bad recording at start, naming the line")

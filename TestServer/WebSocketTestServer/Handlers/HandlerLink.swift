@@ -73,7 +73,10 @@ final class HandlerLink: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<WebSocketMessage?, Never>) in
                 let ready: (WebSocketMessage?, Bool)? = state.withLock { state in
-                    if state.receiverCancelled || state.ended && state.inbox.isEmpty { return (nil, false) }
+                    // A second reader while one waits gets the end at once: one task reads.
+                    if state.receiverCancelled || state.receiver != nil || state.ended && state.inbox.isEmpty {
+                        return (nil, false)
+                    }
                     if let message = state.inbox.popFirst() {
                         state.inboxBytes -= message.byteCount
                         return (message, takeResumeReading(&state))
@@ -133,7 +136,8 @@ final class HandlerLink: Sendable {
                     let answer: Bool? = state.withLock { state in
                         if state.cancelledSenders.remove(senderID) != nil { return false }
                         if state.ended { return false }
-                        if state.queuedBytes + byteCount <= Self.sendLimit { return true }
+                        // The same room rule as above: an empty queue takes any message.
+                        if state.queuedBytes == 0 || state.queuedBytes + byteCount <= Self.sendLimit { return true }
                         state.senders[senderID] = continuation
                         return nil
                     }

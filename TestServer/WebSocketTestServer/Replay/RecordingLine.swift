@@ -45,7 +45,13 @@ struct RecordingLine: Decodable {
         case "close":
             guard let side else { throw .invalidRecording("line \(line): a close needs \"direction\": \"in\" or \"out\"") }
             guard let code, (1000...4999).contains(code) else { throw .invalidRecording("line \(line): a close needs a \"code\" of 1000-4999") }
-            return .init(time: time, kind: .close(code: WebSocketCloseCode(rawValue: UInt16(code)), reason: reason ?? "", from: side))
+            let closeCode = WebSocketCloseCode(rawValue: UInt16(code))
+            // 1006 names a connection lost without a close frame: replayed as the drop it was.
+            if closeCode == .abnormalClosure { return .init(time: time, kind: .drop) }
+            guard closeCode.isValidInCloseFrame || side == .client else {
+                throw .invalidRecording("line \(line): close code \(code) never goes in a close frame, so the server cannot replay it")
+            }
+            return .init(time: time, kind: .close(code: closeCode, reason: reason ?? "", from: side))
         case "drop":
             return .init(time: time, kind: .drop)
         default:
