@@ -34,7 +34,8 @@ extension TestServer {
         public let subprotocol: String?
         /// What the client sent, in order. It finishes when the client closes or goes away
         /// (after every message that arrived before), or when the reading task is cancelled.
-        /// Read it from one task; ``receive()`` reads the same messages.
+        /// Read it from one task; ``receive()`` reads the same messages. A second reader
+        /// waiting at the same time gets the end (`nil`) at once.
         ///
         /// While the handler does not read, messages wait here; past 4 MiB unread, the
         /// server stops reading the socket until the handler catches up, so the client's
