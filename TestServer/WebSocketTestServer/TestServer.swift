@@ -271,25 +271,17 @@ public final class TestServer: Sendable {
         isolation: isolated (any Actor)? = #isolation,
         _ body: (TestServer) async throws -> Result
     ) async throws -> Result {
-        let server = try await start(
+        try await withServer(
             port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
-            unixSocketPath: unixSocketPath)
-        do {
-            let result = try await body(server)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+            unixSocketPath: unixSocketPath, handlers: [:], isolation: isolation, body)
     }
 
     /// Starts a server with `handlers`, runs `body` with it, and stops it however `body` ends (returns,
     /// throws or is cancelled), so a failing test cannot leak a server.
     ///
     /// ```swift
-    /// try await TestServer.withServer { server in
-    ///     let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+    /// try await TestServer.withServer(handlers: ["/feed": feed]) { server in
+    ///     let connection = try await WebSocket.connect(to: server.url(path: "/feed"))
     ///     // ...
     /// }
     /// ```
