@@ -30,18 +30,39 @@ struct RecordReplayTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).jsonl").path
     }
 
+    /// wsdump subscribing to the feed and saying "bye" once the update has been shown, as a
+    /// person would type it.
+    static func runFeedClient(_ arguments: [String]) async throws -> WSDumpProcess.Result {
+        let run = try WSDumpProcess(arguments, stdin: .open)
+        run.write("subscribe\n")
+        await run.waitFor("{\"update\":3}")
+        run.write("bye\n")
+        run.closeInput()
+        return await run.finish()
+    }
+
+    /// The SDK meets the feed's conversation at `url`: the snapshot, the binary update, the
+    /// text update, then the server's 4000 close after "bye".
+    static func expectFeedConversation(url: String) async throws {
+        let connection = try await WebSocket.connect(to: url)
+        var messages = connection.messages.makeAsyncIterator()
+        try await connection.send(.text("subscribe"))
+        #expect(await messages.next() == .text("{\"snapshot\":[1,2]}"))
+        #expect(await messages.next() == .binary(Data([1, 2, 3])))
+        #expect(await messages.next() == .text("{\"update\":3}"))
+        try await connection.send(.text("bye"))
+        #expect(await messages.next() == nil)
+        #expect(connection.closeCode == 4000)
+        #expect(connection.closeReason == "see you")
+    }
+
     @Test("wsdump --record against a handler, replayed by the library and by TestServer --replay: same messages, order and ending")
     func recordAndReplay() async throws {
         let file = Self.temporaryFile("feed")
         defer { unlink(file) }
         // Typed as a person would: "bye" only once the update has been shown.
         let original = try await TestServer.withServer(handlers: ["/feed": Self.feed]) { server in
-            let run = try WSDumpProcess(["--record", file, "--eof-wait", "5", server.url(path: "/feed")], stdin: .open)
-            run.write("subscribe\n")
-            await run.waitFor("{\"update\":3}")
-            run.write("bye\n")
-            run.closeInput()
-            return await run.finish()
+            try await Self.runFeedClient(["--record", file, "--eof-wait", "5", server.url(path: "/feed")])
         }
         #expect(original.stdout.contains("{\"update\":3}"), "\(original.stderr)")
         let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
@@ -62,16 +83,7 @@ struct RecordReplayTests {
 
         // The library: the SDK meets the same conversation.
         try await TestServer.withServer(handlers: ["/replayed": .replaying(recording)]) { server in
-            let connection = try await WebSocket.connect(to: server.url(path: "/replayed"))
-            var messages = connection.messages.makeAsyncIterator()
-            try await connection.send(.text("subscribe"))
-            #expect(await messages.next() == .text("{\"snapshot\":[1,2]}"))
-            #expect(await messages.next() == .binary(Data([1, 2, 3])))
-            #expect(await messages.next() == .text("{\"update\":3}"))
-            try await connection.send(.text("bye"))
-            #expect(await messages.next() == nil)
-            #expect(connection.closeCode == 4000)
-            #expect(connection.closeReason == "see you")
+            try await Self.expectFeedConversation(url: server.url(path: "/replayed"))
         }
 
         // The CLI, for a client in any language: wsdump sees what it saw the first time.
@@ -80,12 +92,7 @@ struct RecordReplayTests {
         let server = try WSDumpProcess(["--replay", file, "--port", "0", "--port-file", portFile], executable: "TestServer")
         #expect(await server.waitFor("listening on"))
         let port = try String(contentsOfFile: portFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let client = try WSDumpProcess(["--eof-wait", "5", "ws://127.0.0.1:\(port)/feed"], stdin: .open)
-        client.write("subscribe\n")
-        await client.waitFor("{\"update\":3}")
-        client.write("bye\n")
-        client.closeInput()
-        let replayed = await client.finish()
+        let replayed = try await Self.runFeedClient(["--eof-wait", "5", "ws://127.0.0.1:\(port)/feed"])
         #expect(replayed.stdout == original.stdout)
         #expect(replayed.status == original.status)
         #expect(replayed.stderr.contains("4000"))
@@ -100,16 +107,7 @@ struct RecordReplayTests {
         let recording = try TestServer.Recording(contentsOfFile: fixture)
         #expect(recording.events.count == 6)
         try await TestServer.withServer(handlers: ["/feed": .replaying(recording)]) { server in
-            let connection = try await WebSocket.connect(to: server.url(path: "/feed"))
-            var messages = connection.messages.makeAsyncIterator()
-            try await connection.send(.text("subscribe"))
-            #expect(await messages.next() == .text("{\"snapshot\":[1,2]}"))
-            #expect(await messages.next() == .binary(Data([1, 2, 3])))
-            #expect(await messages.next() == .text("{\"update\":3}"))
-            try await connection.send(.text("bye"))
-            #expect(await messages.next() == nil)
-            #expect(connection.closeCode == 4000)
-            #expect(connection.closeReason == "see you")
+            try await Self.expectFeedConversation(url: server.url(path: "/feed"))
         }
     }
 
