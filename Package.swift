@@ -137,6 +137,7 @@ let package = Package(
             dependencies: [
                 "WebSocketStreams",
                 "SynchronizationSupport",
+                "TaskLifetimes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: sharedSwiftSettings

@@ -1,4 +1,5 @@
 import Foundation
+import TaskLifetimes
 import WebSocketStreams
 
 /// A session over one ``WebSocket``.
@@ -6,10 +7,11 @@ struct DirectLink: SessionLink {
     let connection: WebSocket
 
     func startReceiving(
-        deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void
+        in tasks: TaskBag, deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void
     ) {
-        Task { [connection] in
-            // An iterator, never cancelled: ending a `for await` early would close with 1001.
+        tasks.addTask { [connection] in
+            // An iterator, cancelled only when the session is over: ending a `for await`
+            // early would close with 1001.
             var messages = connection.messages.makeAsyncIterator()
             while let message = await messages.next() {
                 await deliver(message)
@@ -19,9 +21,9 @@ struct DirectLink: SessionLink {
     }
 
     func startReceivingPieces(
-        deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void
+        in tasks: TaskBag, deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void
     ) {
-        Task { [connection] in
+        tasks.addTask { [connection] in
             var messages = connection.messageStreams.makeAsyncIterator()
             while let message = await messages.next() {
                 // Each piece is shown as it comes; the end, once the message has no more.

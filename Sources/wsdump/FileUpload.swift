@@ -21,21 +21,9 @@ struct FileUpload: Sendable {
             try await link.send(.binary(data))
             return
         }
-        let target = bytesQueuedBefore + data.count
-        let progress = Task {
-            while !Task.isCancelled {
-                let done = link.writtenMessageBytes - bytesQueuedBefore
-                console.setFooter(.init(descriptor: STDERR_FILENO, rendered: ProgressBar.render(done: done, total: data.count)))
-                if link.writtenMessageBytes >= target || !link.isOpen { break }
-                try? await Task.sleep(for: refreshInterval)
-            }
+        try await withProgress(on: console, total: data.count, over: link, bytesQueuedBefore: bytesQueuedBefore) {
+            try await link.send(.binary(data))
         }
-        defer {
-            progress.cancel()
-            console.setFooter(nil)
-        }
-        try await link.send(.binary(data))
-        await progress.value
     }
 
     /// Sends `pieces` (`size` bytes in all) as one binary message; with a progress bar
@@ -45,20 +33,31 @@ struct FileUpload: Sendable {
             try await link.send(streaming: pieces)
             return
         }
-        let progress = Task {
-            while !Task.isCancelled {
-                let done = link.writtenMessageBytes - bytesQueuedBefore
-                console.setFooter(.init(descriptor: STDERR_FILENO, rendered: ProgressBar.render(done: done, total: size)))
-                if done >= size || !link.isOpen { break }
-                try? await Task.sleep(for: refreshInterval)
+        try await withProgress(on: console, total: size, over: link, bytesQueuedBefore: bytesQueuedBefore) {
+            try await link.send(streaming: pieces)
+        }
+    }
+
+    /// Runs `send` while a child task draws the progress bar; once `send` has returned, waits
+    /// until the bar is full (the file is written) or the link closed. If `send` throws, the
+    /// bar stops at once.
+    private func withProgress(
+        on console: Console, total: Int, over link: any SessionLink, bytesQueuedBefore: Int,
+        send: () async throws -> Void
+    ) async throws {
+        defer { console.setFooter(nil) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [refreshInterval] in
+                while !Task.isCancelled {
+                    let done = link.writtenMessageBytes - bytesQueuedBefore
+                    console.setFooter(.init(descriptor: STDERR_FILENO, rendered: ProgressBar.render(done: done, total: total)))
+                    if done >= total || !link.isOpen { break }
+                    try? await Task.sleep(for: refreshInterval)
+                }
             }
+            try await send()
+            try await group.waitForAll()
         }
-        defer {
-            progress.cancel()
-            console.setFooter(nil)
-        }
-        try await link.send(streaming: pieces)
-        await progress.value
     }
 
     /// The contents of `path`, read on a thread of its own (file reads block).

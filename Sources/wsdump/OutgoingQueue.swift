@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SynchronizationSupport
+import TaskLifetimes
 import WebSocketStreams
 
 /// Sends, in order and on a task of its own, what the session hands it: messages, the
@@ -22,7 +23,10 @@ final class OutgoingQueue: Sendable {
     }
 
     private let continuation: AsyncStream<(id: Int, item: Item)>.Continuation
-    private let sender: Task<Void, Never>
+    /// Owns the sending task.
+    private let sending = TaskBag()
+    /// Complete once the sending task has returned.
+    private let sent = Completion()
     private let ledger: Ledger
 
     /// The messages and files queued whose sending has not succeeded (yet), in order:
@@ -52,7 +56,8 @@ final class OutgoingQueue: Sendable {
         self.continuation = continuation
         let ledger = Ledger()
         self.ledger = ledger
-        sender = Task {
+        sending.addTask { [sent] in
+            defer { sent.complete() }
             var bytesQueued = 0
             for await (id, item) in items {
                 switch item {
@@ -107,12 +112,12 @@ final class OutgoingQueue: Sendable {
     /// returns once the sending task has ended, so none outlives the session.
     func stop() async {
         cancel()
-        await sender.value
+        await sent.wait()
     }
 
     /// Stops sending without waiting for a send or close under way to notice.
     func cancel() {
         continuation.finish()
-        sender.cancel()
+        sending.cancel()
     }
 }

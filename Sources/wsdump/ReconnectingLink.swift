@@ -1,4 +1,5 @@
 import SynchronizationSupport
+import TaskLifetimes
 import WebSocketStreams
 
 /// A session over a ``ReconnectingWebSocket`` (`--reconnect`).
@@ -13,7 +14,12 @@ final class ReconnectingLink: SessionLink {
 
     let socket: ReconnectingWebSocket
     private let current: CurrentConnection
-    private let receiving = AnnotatedMutex<Task<Void, Never>?>(nil)
+    /// Owns the task reading the socket's messages, so a close with 1001 can cancel it.
+    private let receiving = TaskBag()
+    /// Whether that task was started.
+    private let receiveStarted = AnnotatedMutex(false)
+    /// Complete once the task reading the messages has returned.
+    private let receiveFinished = Completion()
 
     /// Creates the socket (it connects once messages are read).
     ///
@@ -39,17 +45,28 @@ final class ReconnectingLink: SessionLink {
         })
     }
 
+    /// The task is the link's own (``close(code:reason:)`` cancels it for 1001), and `tasks`'
+    /// too: it is cancelled when either is.
     func startReceiving(
-        deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void
+        in tasks: TaskBag, deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void
     ) {
-        let task = Task { [socket] in
+        receiveStarted.withLock { $0 = true }
+        receiving.addTask { [socket, receiveFinished] in
+            defer { receiveFinished.complete() }
             var messages = socket.messages.makeAsyncIterator()
             while let message = await messages.next() {
                 await deliver(message)
             }
             ended()
         }
-        receiving.withLock { $0 = task }
+        // The session's end cancels the link's tasks with its own.
+        tasks.addTask { [receiving, receiveFinished] in
+            await withTaskCancellationHandler {
+                await receiveFinished.wait()
+            } onCancel: {
+                receiving.cancel()
+            }
+        }
     }
 
     func send(_ message: WebSocketMessage) async throws {
@@ -64,7 +81,7 @@ final class ReconnectingLink: SessionLink {
 
     /// Not offered: `--stream` needs one connection (the command line refuses it with `--reconnect`).
     func startReceivingPieces(
-        deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void
+        in tasks: TaskBag, deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void
     ) {
         ended()
     }
@@ -78,10 +95,10 @@ final class ReconnectingLink: SessionLink {
     }
 
     func close(code: WebSocketCloseCode, reason: String) async {
-        if code == .goingAway, let task = receiving.withLock({ $0 }) {
+        if code == .goingAway, receiveStarted.withLock({ $0 }) {
             // Cancelling the iteration closes with 1001 and ends the socket.
-            task.cancel()
-            await task.value
+            receiving.cancel()
+            await receiveFinished.wait()
         } else {
             await socket.close(code: code, reason: reason)
         }

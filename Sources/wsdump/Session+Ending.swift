@@ -1,3 +1,4 @@
+import TaskLifetimes
 import WebSocketStreams
 
 /// Ending: closing (EOF, --count, --timeout, Ctrl-C, /close), and turning how the
@@ -10,15 +11,21 @@ extension Session {
     /// on: the close is not queued behind them (it would wait for a server that may never
     /// come back), and what they were is reported when the session ends.
     func beginClose(_ code: WebSocketCloseCode, reason: String = "", viaQueue: Bool) {
-        guard phase == .open, let link else {
-            if phase == .connecting { pendingClose = code }
+        let connected: SessionStage.Connected
+        switch stage {
+        case .connecting(var connecting):
+            connecting.pendingClose = code
+            stage = .connecting(connecting)
             return
+        case .closing:
+            return
+        case .open(let open):
+            connected = open
         }
-        phase = .closing
-        requestedCloseCode = code
+        stage = .closing(connected, code: code)
         if isInteractive { console.setFooter(nil) }
-        if viaQueue, let outgoing, !options.reconnect || link.isConnected {
-            outgoing.enqueue(.close(code: code, reason: reason))
+        if viaQueue, !options.reconnect || connected.link.isConnected {
+            connected.outgoing.enqueue(.close(code: code, reason: reason))
         } else {
             closeNow(code, reason: reason)
         }
@@ -26,20 +33,24 @@ extension Session {
 
     /// Closes the link at once, without waiting for the queue (once per code).
     func closeNow(_ code: WebSocketCloseCode, reason: String = "") {
-        guard let link, !closedNow.contains(code) else { return }
-        closedNow.insert(code)
-        Task { await link.close(code: code, reason: reason) }
+        guard let link = stage.connected?.link else { return }
+        var isFirst = false
+        stage.updateConnected { isFirst = $0.closedNow.insert(code).inserted }
+        guard isFirst else { return }
+        tasks.addTask { await link.close(code: code, reason: reason) }
     }
 
     /// `--timeout` passed: close with 1000 (or stop connecting); the exit status will be 4.
     func timeoutElapsed() {
         timedOut = true
         let limit = MessageFormatter.seconds(options.timeout ?? .zero)
-        printStatus(["timeout: \(limit) seconds passed" + (phase == .connecting ? " while connecting" : "; closing")])
-        if phase == .connecting {
-            pendingClose = .normalClosure
-            connectTask?.cancel()
+        if case .connecting(var connecting) = stage {
+            printStatus(["timeout: \(limit) seconds passed while connecting"])
+            connecting.pendingClose = .normalClosure
+            stage = .connecting(connecting)
+            connecting.attempt.cancel()
         } else {
+            printStatus(["timeout: \(limit) seconds passed; closing"])
             beginClose(.normalClosure, viaQueue: false)
         }
     }
@@ -56,10 +67,11 @@ extension Session {
             return quitStatus()
         }
         startTimer(after: Self.interruptGrace, posting: .interruptGraceElapsed)
-        switch phase {
-        case .connecting:
-            pendingClose = .goingAway
-            connectTask?.cancel()
+        switch stage {
+        case .connecting(var connecting):
+            connecting.pendingClose = .goingAway
+            stage = .connecting(connecting)
+            connecting.attempt.cancel()
         case .open:
             beginClose(.goingAway, viaQueue: false)
         case .closing:
@@ -88,14 +100,14 @@ extension Session {
     /// (still queued, failed, or accepted by a connection that ended before writing them)
     /// on standard error, and makes a status that would be 0 a 1.
     func reportUndelivered(_ status: ExitStatus) -> ExitStatus {
-        var names = (outgoing?.undelivered ?? []).compactMap { item -> String? in
+        var names = (stage.connected?.outgoing.undelivered ?? []).compactMap { item -> String? in
             switch item {
             case .message(let message, _): MessageFormatter.shortName(of: message)
             case .file(let path), .streamedFile(let path): "the file \(path)"
             case .close: nil
             }
         }
-        names += (link?.unsentMessages ?? []).map(MessageFormatter.shortName(of:))
+        names += (stage.connected?.link.unsentMessages ?? []).map(MessageFormatter.shortName(of:))
         guard !names.isEmpty else { return status }
         let line = MessageFormatter.undeliveredLine(names)
         if options.jsonLines { printData([JSONLineRecord.failure(line, time: Self.unixTime).encoded()]) }
@@ -111,36 +123,37 @@ extension Session {
             record.data = state.description
             printData([record.encoded()])
         }
-        if phase == .closing, case .reconnecting = state {
+        if case .closing(_, let code) = stage, case .reconnecting = state {
             // The connection dropped while a close waited behind queued messages: they
             // cannot go out now, so close without them.
-            closeNow(requestedCloseCode ?? .normalClosure)
+            closeNow(code)
         }
         switch state {
         case .failed(let error):
-            finalState = state
+            stage.updateConnected { $0.finalState = state }
             printError(ErrorAdvice.line(for: error, options: options))
         default:
             printStatus([MessageFormatter.stateLine(state)])
-            if state.isTerminal { finalState = state }
+            if state.isTerminal { stage.updateConnected { $0.finalState = state } }
         }
         return endIfFinished()
     }
 
     /// The exit status once the connection (or reconnecting socket) has fully ended.
     func endIfFinished() -> ExitStatus? {
-        guard receiveEnded else { return nil }
+        guard case .ended = receiving, let connected = stage.connected else { return nil }
         if options.reconnect {
-            guard let finalState else { return nil }
+            guard let finalState = connected.finalState else { return nil }
             if timedOut { return .timedOut }
             if case .failed(let error) = finalState { return ExitStatus.forFailure(error) }
             return .normalClose
         }
-        guard let connection = directConnection else { return nil }
+        guard let connection = connected.directConnection else { return nil }
         recorder?.ended(connection.ending)
         let code = connection.closeCode ?? .abnormalClosure
         let reason = connection.closeReason
-        let status = ExitStatus.forEnd(code: code, error: connection.error, requestedCode: requestedCloseCode)
+        let requestedCode = if case .closing(_, let code) = stage { code } else { WebSocketCloseCode?.none }
+        let status = ExitStatus.forEnd(code: code, error: connection.error, requestedCode: requestedCode)
         if options.jsonLines {
             printData([JSONLineRecord.close(direction: .event, code: code, reason: reason, time: Self.unixTime).encoded()])
             if let error = connection.error {

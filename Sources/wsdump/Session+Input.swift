@@ -1,13 +1,15 @@
 import Foundation
 import Glibc
+import TaskLifetimes
 import WebSocketStreams
 
 /// Input: piped lines, the interactive line editor, and slash commands.
 extension Session {
     /// Starts reading standard input, once: raw keys for the line editor, or lines.
     func startInput() {
-        guard !inputStarted, !options.listens, phase == .open else { return }
-        inputStarted = true
+        guard case .open(var connected) = stage, case .notStarted = connected.input, !options.listens else { return }
+        connected.input = .reading
+        stage = .open(connected)
         let post = post
         if isInteractive {
             Terminal.enterRawMode()
@@ -21,14 +23,15 @@ extension Session {
 
     /// A piped line: sent as text, or binary with `--binary`.
     func inputLine(_ bytes: [UInt8]) {
-        guard phase == .open, let outgoing else {
+        guard case .open(var connected) = stage else {
             credits.giveBack()
             return
         }
         let message: WebSocketMessage = options.sendsLinesAsBinary
             ? .binary(Data(bytes)) : .text(String(decoding: bytes, as: UTF8.self))
-        sentAnything = true
-        outgoing.enqueue(.message(message, fromInput: true))
+        connected.sentAnything = true
+        stage = .open(connected)
+        connected.outgoing.enqueue(.message(message, fromInput: true))
     }
 
     /// Input ended: wait `--eof-wait` (or for `--wait-replies` messages), then close with 1000.
@@ -36,11 +39,11 @@ extension Session {
     /// nothing: the session only listens, as with `--listen`, since closing at once would
     /// make what the server pushes a race against our close frame.
     func inputFinished() {
-        guard !inputEnded else { return }
-        inputEnded = true
+        guard let connected = stage.connected, !inputHasEnded else { return }
+        stage.updateConnected { $0.input = .ended }
         if isInteractive { console.setFooter(nil) }
-        guard phase == .open else { return }
-        if !isInteractive, !sentAnything, options.waitReplies == nil, options.eofWait == .zero {
+        guard stage.isOpen else { return }
+        if !isInteractive, !connected.sentAnything, options.waitReplies == nil, options.eofWait == .zero {
             if options.verbosity >= 1 {
                 printStatus(["input ended before anything was sent: listening until the server closes, --count, --timeout or Ctrl-C"])
             }
@@ -56,6 +59,12 @@ extension Session {
         }
     }
 
+    /// Whether standard input has ended.
+    var inputHasEnded: Bool {
+        if case .ended = stage.connected?.input { return true }
+        return false
+    }
+
     /// How long `--wait-replies` waits without `--eof-wait`.
     static let replyWaitLimit: Duration = .seconds(10)
 
@@ -63,7 +72,7 @@ extension Session {
     /// into a byte instead of a signal).
     func typed(_ bytes: [UInt8]) {
         for key in keyDecoder.feed(bytes) {
-            if inputEnded || phase != .open {
+            if inputHasEnded || !stage.isOpen {
                 // Only Ctrl-C still matters: a second one quits at once.
                 if key == .interrupt { post.yield(.interrupted) }
                 continue
@@ -76,7 +85,7 @@ extension Session {
             case .submitted(let line):
                 console.commitFooter(as: dataPalette.prompt("> ") + MessageFormatter.visible(line))
                 submit(line)
-                if phase == .open { drawPrompt() }
+                if stage.isOpen { drawPrompt() }
             case .endOfInput:
                 inputFinished()
             case .interrupted:
@@ -87,7 +96,8 @@ extension Session {
 
     /// A line submitted at the prompt: a message or a slash command.
     private func submit(_ line: String) {
-        guard let outgoing, let link else { return }
+        guard let connected = stage.connected else { return }
+        let outgoing = connected.outgoing
         switch SlashCommand.parse(line) {
         case .send(let text):
             let message: WebSocketMessage = options.sendsLinesAsBinary ? .binary(Data(text.utf8)) : .text(text)
@@ -96,7 +106,7 @@ extension Session {
             outgoing.enqueue(.message(.binary(data), fromInput: false))
         case .ping(let payload):
             let post = post
-            Task {
+            tasks.addTask { [link = connected.link] in
                 do {
                     let roundTrip = try await link.ping(payload: payload.map { Array($0.utf8) })
                     post.yield(.pingFinished(.success(roundTrip), requestedPayload: payload))

@@ -13,7 +13,7 @@ extension Session {
         if options.jsonLines {
             printData([JSONLineRecord.message(message, direction: .incoming, time: Self.unixTime).encoded()])
         } else {
-            let elapsed = options.timings ? openedAt.map { ContinuousClock.now - $0 } : nil
+            let elapsed = options.timings ? stage.connected?.openedAt.map { ContinuousClock.now - $0 } : nil
             printData(formatter.lines(for: message, direction: .received, elapsed: elapsed).map(dataPalette.received))
         }
         messageReceived()
@@ -46,7 +46,7 @@ extension Session {
     private func messageReceived() {
         receivedCount += 1
         if let count = options.count, receivedCount >= count { beginClose(.normalClosure, viaQueue: false) }
-        if inputEnded, let waitReplies = options.waitReplies, receivedCount == waitReplies {
+        if inputHasEnded, let waitReplies = options.waitReplies, receivedCount == waitReplies {
             beginClose(.normalClosure, viaQueue: true)
         }
     }
@@ -83,8 +83,8 @@ extension Session {
         // The observer reports the peer's close as the frame is read, before the messages read
         // just ahead of it have come through the stream: shown once the stream has ended, so
         // the output keeps wire order.
-        if event.kind == .closeReceived, !receiveEnded, !options.reconnect {
-            heldIncomingClose = event
+        if event.kind == .closeReceived, case .receiving = receiving, !options.reconnect {
+            receiving = .receiving(heldClose: event)
             return
         }
         if options.jsonLines, let record = JSONLineRecord.controlFrame(event, time: Self.unixTime) {

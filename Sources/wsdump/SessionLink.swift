@@ -1,16 +1,17 @@
+import TaskLifetimes
 import WebSocketStreams
 
 /// What a session talks through: one ``WebSocket`` (``DirectLink``) or a
 /// ``ReconnectingWebSocket`` (``ReconnectingLink``, `--reconnect`).
 protocol SessionLink: Sendable {
-    /// Starts the task that reads messages: `deliver` for each (it may wait for the output
-    /// to catch up), then `ended` once no more will come.
+    /// Starts the task that reads messages, owned by `tasks`: `deliver` for each (it may wait
+    /// for the output to catch up), then `ended` once no more will come.
     func startReceiving(
-        deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void)
-    /// Starts the task that reads messages piece by piece as they arrive (`--stream`):
-    /// `deliver` for each piece, then `ended` once no more will come.
+        in tasks: TaskBag, deliver: @escaping @Sendable (WebSocketMessage) async -> Void, ended: @escaping @Sendable () -> Void)
+    /// Starts the task that reads messages piece by piece as they arrive (`--stream`), owned
+    /// by `tasks`: `deliver` for each piece, then `ended` once no more will come.
     func startReceivingPieces(
-        deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void)
+        in tasks: TaskBag, deliver: @escaping @Sendable (ReceivedPiece) async -> Void, ended: @escaping @Sendable () -> Void)
     /// Sends a message, in order with the others.
     func send(_ message: WebSocketMessage) async throws
     /// Sends one binary message made of `pieces` (`--send-file`).
