@@ -9,8 +9,9 @@ import Testing
 @Suite("wsdump uses the public API only")
 struct PublicAPITests {
     @Test func wsdumpTypechecksAsAnotherPackage() throws {
-        let sources = try FileManager.default.contentsOfDirectory(atPath: Self.wsdumpSources.path)
-            .filter { $0.hasSuffix(".swift") }.sorted().map { Self.wsdumpSources.appendingPathComponent($0).path }
+        // Every file, in subfolders too.
+        let files = FileManager.default.enumerator(atPath: Self.wsdumpSources.path)?.compactMap { $0 as? String } ?? []
+        let sources = files.filter { $0.hasSuffix(".swift") }.sorted().map { Self.wsdumpSources.appendingPathComponent($0).path }
         #expect(sources.count > 20, "wsdump's sources were not found at \(Self.wsdumpSources.path)")
         let result = try Typecheck.asOutsider(sources, moduleName: "wsdump")
         #expect(result.status == 0, "wsdump uses symbols that are not public:\n\(result.output)")
