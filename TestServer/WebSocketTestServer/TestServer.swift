@@ -76,8 +76,8 @@ public final class TestServer: Sendable {
     /// `/frame-echo`, `/slow`, ...) and the `/tls/` routes over `wss://`, running TLS itself
     /// with the same certificate; `nil` without TLS. ``url(path:)`` uses it for those routes.
     public var rawTLSPort: Int? { rawTLSListener?.port }
-    private let thread: EventLoopThread
-    private let loop: ServerLoop
+    let thread: EventLoopThread
+    let loop: ServerLoop
     private let recorder: ServerRecorder
     private let rawTLSListener: RawTLSListener?
     private let runner: HandlerRunner?
@@ -252,105 +252,6 @@ public final class TestServer: Sendable {
         _ condition: @escaping @Sendable (Snapshot) -> Bool
     ) async throws -> Snapshot {
         try await recorder.waitUntil(timeout: timeout, description, condition)
-    }
-
-    /// Starts a server, runs `body` with it, and stops it however `body` ends (returns,
-    /// throws or is cancelled), so a failing test cannot leak a server.
-    ///
-    /// ```swift
-    /// try await TestServer.withServer { server in
-    ///     let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
-    ///     // ...
-    /// }
-    /// ```
-    ///
-    /// The parameters are those of ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:)``.
-    public static func withServer<Result>(
-        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
-        recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil,
-        isolation: isolated (any Actor)? = #isolation,
-        _ body: (TestServer) async throws -> Result
-    ) async throws -> Result {
-        try await withServer(
-            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
-            unixSocketPath: unixSocketPath, handlers: [:], isolation: isolation, body)
-    }
-
-    /// Starts a server with `handlers`, runs `body` with it, and stops it however `body` ends (returns,
-    /// throws or is cancelled), so a failing test cannot leak a server.
-    ///
-    /// ```swift
-    /// try await TestServer.withServer(handlers: ["/feed": feed]) { server in
-    ///     let connection = try await WebSocket.connect(to: server.url(path: "/feed"))
-    ///     // ...
-    /// }
-    /// ```
-    ///
-    /// The parameters are those of ``start(port:host:tls:compression:recordTexts:logger:unixSocketPath:handlers:)``.
-    public static func withServer<Result>(
-        port: Int = 0, host: String = "127.0.0.1", tls: TLS? = nil, compression: Bool = true,
-        recordTexts: Bool = false, logger: Logger? = nil, unixSocketPath: String? = nil,
-        handlers: [String: Handler],
-        isolation: isolated (any Actor)? = #isolation,
-        _ body: (TestServer) async throws -> Result
-    ) async throws -> Result {
-        let server = try await start(
-            port: port, host: host, tls: tls, compression: compression, recordTexts: recordTexts, logger: logger,
-            unixSocketPath: unixSocketPath, handlers: handlers)
-        do {
-            let result = try await body(server)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
-    }
-
-    /// Drops every open WebSocket connection at once, without a close frame (clients see
-    /// 1006), as a network failure would. Replies the server had not written yet are
-    /// dropped with them. Returns how many were dropped, once their sockets are closed
-    /// (at most 2 s later). (Not those of the raw TLS listener.)
-    @discardableResult
-    public func disconnectAll() async -> Int {
-        let dropped = await onLoopThread { [loop] in loop.disconnectAll() } ?? []
-        // Returns once their sockets are closed, so bytes a client sends after this meet a
-        // closed socket (reset, never acknowledged), not one still open but no longer read.
-        let deadline = ContinuousClock.now + .seconds(2)
-        while !dropped.isEmpty, ContinuousClock.now < deadline,
-              await onLoopThread({ [loop] in loop.holdsAny(of: dropped) }) == true {
-            try? await Task.sleep(for: .milliseconds(1))
-        }
-        return dropped.count
-    }
-
-    /// Closes every open WebSocket connection with a close frame carrying `code` (1001, going
-    /// away, by default), as a server that restarts gracefully does, and waits up to
-    /// `timeout` for them to end. Returns how many it closed. (Not those of the raw TLS
-    /// listener.)
-    @discardableResult
-    public func goAway(code: WebSocketCloseCode = .goingAway, timeout: Duration = .seconds(2)) async -> Int {
-        let closed = await onLoopThread { [loop] in loop.goAwayAll(code: UInt32(code.rawValue)) } ?? 0
-        let deadline = ContinuousClock.now + timeout
-        while !snapshot.openConnections.isEmpty, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return closed
-    }
-
-    /// Makes the server drop every new TCP connection as soon as it is accepted, for
-    /// `duration`, as a server that is down would. Connections already open stay open.
-    /// (The raw TLS listener keeps accepting.)
-    public func refuseConnections(for duration: Duration) async {
-        _ = await onLoopThread { [loop] in loop.refuseConnections(for: duration) }
-    }
-
-    /// Runs `body` on the server's thread; `nil` once the server has stopped.
-    private func onLoopThread<Value: Sendable>(_ body: @escaping @Sendable () -> Value) async -> Value? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
-            let posted = thread.post(LoopClosure { continuation.resume(returning: body()) })
-            if !posted { continuation.resume(returning: nil) }
-        }
     }
 
     /// Stops listening, drops every connection, cancels every handler and waits for them,
