@@ -75,8 +75,8 @@ extension ConnectionStateMachine {
             closing.local = LocalClose(frame: answer!, progress: .taken)
         }
         // Bounded even if the answer cannot get out (a peer that stopped reading).
-        if closing.deadline == nil { closing.deadline = now + timing.closeTimeout }
         state = .closing(closing)
+        moveCloseDeadline(.closeTimeout, now: now)
         let endsTLS = closeProgressed(now: now)
         return PeerClose(answer: answer, failedSenders: takeParkedSendersIfClosing(), error: closedError, endsTLS: endsTLS)
     }
@@ -97,9 +97,8 @@ extension ConnectionStateMachine {
     private mutating func closeProgressed(now: ContinuousClock.Instant) -> Bool {
         guard case .closing(var closing) = state, closing.isHandshakeDone else { return false }
         if closing.lingerLimit == nil { closing.lingerLimit = now + timing.closeTimeout }
-        let linger = now + timing.lingerAfterClose
-        if closing.deadline.map({ $0 > linger }) ?? true { closing.deadline = linger }
         state = .closing(closing)
+        moveCloseDeadline(.linger, now: now)
         return closing.peer != nil
     }
 
@@ -125,10 +124,7 @@ extension ConnectionStateMachine {
             .protocolViolation(closeCode: failure.code, reason: failure.reason)
         }
         let frame = failed(with: error, closeCode: failure.code, reason: failure.reason)
-        if case .closing(var closing) = state {
-            closing.deadline = now + timing.lingerAfterClose
-            state = .closing(closing)
-        }
+        moveCloseDeadline(.failing, now: now)
         return Failing(failure: failure, error: error, closeFrame: frame, failedSenders: takeParkedSendersIfClosing())
     }
 

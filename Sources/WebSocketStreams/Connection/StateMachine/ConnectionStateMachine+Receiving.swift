@@ -70,9 +70,8 @@ extension ConnectionStateMachine {
         now: @autoclosure () -> ContinuousClock.Instant
     ) -> (messages: Int, bytes: Int, deadlineMoved: Bool) {
         if stage == .open { return (inbound.room.messages, inbound.room.bytes, false) }
-        guard stage == .closing, case .closing(var closing) = state, let limit = closing.lingerLimit else { return (.max, .max, false) }
-        closing.deadline = min(limit, now() + timing.lingerAfterClose)
-        state = .closing(closing)
+        guard stage == .closing, case .closing(let closing) = state, let limit = closing.lingerLimit else { return (.max, .max, false) }
+        moveCloseDeadline(.lingerAgain(upTo: limit), now: now())
         return (.max, .max, true)
     }
 

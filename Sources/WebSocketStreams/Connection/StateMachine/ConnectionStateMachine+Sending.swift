@@ -106,8 +106,8 @@ extension ConnectionStateMachine {
         local.progress = .taken
         closing.local = local
         if closing.initiator == nil { closing.initiator = .local }
-        if closing.deadline == nil { closing.deadline = now() + timing.closeTimeout }
         state = .closing(closing)
+        moveCloseDeadline(.closeTimeout, now: now())
         batch.close = local.frame
     }
 

@@ -56,8 +56,9 @@ extension ConnectionStateMachine {
         var peer: CloseReason?
         /// Why this side is ending the connection (a broken rule, a pong timeout), if it is.
         var failure: WebSocketError?
-        /// When to drop the socket if the close has not finished by then.
-        var deadline: ContinuousClock.Instant?
+        /// When to drop the socket if the close has not finished by then. Only
+        /// ``ConnectionStateMachine/moveCloseDeadline(_:now:)`` changes it.
+        fileprivate(set) var deadline: ContinuousClock.Instant?
         /// How long lingering may go on while the peer keeps sending (the rest of a long
         /// message it was writing when the close came).
         var lingerLimit: ContinuousClock.Instant?
@@ -101,5 +102,41 @@ extension ConnectionStateMachine {
         var reader: UInt64?
         /// The task in `receive()` was cancelled: it stops waiting, the connection stays open.
         var isReceiveCancelled = false
+    }
+}
+
+extension ConnectionStateMachine {
+    /// How a change moves the close's deadline (``Closing/deadline``).
+    enum CloseDeadlineMove {
+        /// A close frame is on its way (asked for, taken or answered): drop at
+        /// ``Timing/closeTimeout`` from now unless a deadline is already set.
+        case closeTimeout
+        /// The close frames are done: linger ``Timing/lingerAfterClose`` for the peer to end
+        /// TCP, unless the drop is due sooner already.
+        case linger
+        /// Bytes still arrive while lingering: linger again from now, but not past `limit`.
+        case lingerAgain(upTo: ContinuousClock.Instant)
+        /// This side fails the connection: drop ``Timing/lingerAfterClose`` from now.
+        case failing
+    }
+
+    /// The one writer of the close's deadline: moves it as `move` says while closing, and
+    /// does nothing in any other stage.
+    mutating func moveCloseDeadline(_ move: CloseDeadlineMove, now: @autoclosure () -> ContinuousClock.Instant) {
+        guard case .closing(var closing) = state else { return }
+        switch move {
+        case .closeTimeout:
+            guard closing.deadline == nil else { return }
+            closing.deadline = now() + timing.closeTimeout
+        case .linger:
+            let linger = now() + timing.lingerAfterClose
+            guard closing.deadline.map({ $0 > linger }) ?? true else { return }
+            closing.deadline = linger
+        case .lingerAgain(let limit):
+            closing.deadline = min(limit, now() + timing.lingerAfterClose)
+        case .failing:
+            closing.deadline = now() + timing.lingerAfterClose
+        }
+        state = .closing(closing)
     }
 }

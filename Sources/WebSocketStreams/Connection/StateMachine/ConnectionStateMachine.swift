@@ -206,9 +206,8 @@ struct ConnectionStateMachine {
     mutating func takeRequests(now: @autoclosure () -> ContinuousClock.Instant) -> ServiceRequests {
         schedule.isScheduled = false
         defer { schedule.requests = [] }
-        if stage == .closing, case .closing(var closing) = state, closing.deadline == nil, closing.local != nil {
-            closing.deadline = now() + timing.closeTimeout
-            state = .closing(closing)
+        if stage == .closing, case .closing(let closing) = state, closing.deadline == nil, closing.local != nil {
+            moveCloseDeadline(.closeTimeout, now: now())
             return schedule.requests.union(.deadlineMoved)
         }
         return schedule.requests
