@@ -71,10 +71,7 @@ struct DirectWriteTests {
             // messages wait behind each one. All 400 are buffered before the loop below takes
             // them in one batch, so none waits in the connection's own queue meanwhile.
             connection.connection.writeSide.directWriteGap.store(0, ordering: .relaxed)
-            let deadline = ContinuousClock.now + .seconds(5)
-            while connection.connection.machine.withLock({ $0.bufferedMessageCount }) < 400, ContinuousClock.now < deadline {
-                await Task.yield()
-            }
+            await eventually("all 400 messages are buffered") { connection.connection.machine.withLock { $0.bufferedMessageCount } >= 400 }
             var answered = 0
             for await message in connection.messages {
                 guard case .binary = message else { continue }

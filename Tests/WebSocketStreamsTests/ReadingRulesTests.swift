@@ -63,7 +63,7 @@ struct ReadingRulesTests {
         try await withTestServer { server in
             let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
             let waiting = Task { try await connection.receive() }
-            try await waitUntilReaderIsBusy(connection)
+            await eventually("a receive() waits") { connection.connection.machine.withLock { $0.inbound.hasParkedConsumer } }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { _ = try await waiting.value }
             #expect(connection.isOpen)
@@ -122,24 +122,12 @@ struct ReadingRulesTests {
                     return error as? WebSocketError
                 }
             }
-            try await waitUntilReaderIsBusy(connection)   // the reader waits inside the message
+            await eventually("a receive() waits") { connection.connection.machine.withLock { $0.inbound.hasParkedConsumer } }   // the reader waits inside the message
             #expect(await streams.next() == nil)
             #expect(connection.error?.code == .invalidUse)
             #expect(await reader.value?.code == .invalidUse)
             feed.finish()
             _ = try? await sender.value
-        }
-    }
-
-    /// Waits until a reader is parked waiting for a message.
-    private func waitUntilReaderIsBusy(_ connection: WebSocket) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !connection.connection.machine.withLock({ $0.inbound.hasParkedConsumer }) {
-            if ContinuousClock.now > deadline {
-                Issue.record("no receive() waited within 5 s")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(1))
         }
     }
 }

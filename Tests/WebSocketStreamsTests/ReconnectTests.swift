@@ -30,20 +30,6 @@ final class StateRecorder: Sendable {
     func finished() async { await task.value }
 }
 
-/// Waits (by yielding) until `condition` holds or 5 s pass.
-func eventually(
-    _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
-) async {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while !condition() {
-        if ContinuousClock.now > deadline {
-            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
-            return
-        }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-}
-
 private func fastPolicy() -> ReconnectPolicy {
     var policy = ReconnectPolicy()
     policy.initialDelay = .milliseconds(50)

@@ -43,21 +43,6 @@ private struct FailingPieces: AsyncSequence {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
 }
 
-/// A condition awaited did not come about within its time.
-private struct ConditionNotReached: Error, CustomStringConvertible {
-    let what: String
-    var description: String { "not reached in 5 s: \(what)" }
-}
-
-/// Waits, at most 5 s, until `condition` holds (checked between short pauses).
-private func waitFor(_ what: String, _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while !condition() {
-        if ContinuousClock.now > deadline { throw ConditionNotReached(what: what) }
-        try await Task.sleep(for: .milliseconds(2))
-    }
-}
-
 @Suite("Messages in pieces: streamed in, streamed out, against the test server")
 struct StreamingMessageTests {
     private func streaming(maxBufferedBytes: Int? = nil, limit: Int? = nil) -> WebSocketConfiguration {
@@ -188,7 +173,7 @@ struct StreamingMessageTests {
             var firstPieces = first.makeAsyncIterator()
             #expect(try await firstPieces.next() == Data("one ".utf8))   // the first piece is on the wire
             let other = Task { try await connection.send(.text("other")) }
-            try await waitFor("the other send waits behind the stream") { connection.connection.machine.withLock { $0.sendBacklog.parkedSenders } == 1 }
+            await eventually("the other send waits behind the stream") { connection.connection.machine.withLock { $0.sendBacklog.parkedSenders } == 1 }
             feed.yield(Data("three".utf8))
             feed.finish()
             try await streamed

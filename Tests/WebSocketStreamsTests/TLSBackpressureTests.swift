@@ -84,11 +84,7 @@ struct TLSBackpressureTests {
             #expect(await messages.next() != nil)
             // The consumer stops reading: the buffer fills and reading pauses, with TLS
             // holding records it has not decrypted. Wait until the pause has taken hold.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while connection.inboundPeakBytes < 8 * 128, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            #expect(connection.inboundPeakBytes >= 8 * 128, "reading never paused")
+            await eventually("reading pauses") { connection.inboundPeakBytes >= 8 * 128 }
             // While it stays paused, another connection on the same loop makes 50 round trips:
             // the loop's passes are theirs (a few each); a loop that spins on the paused
             // connection makes thousands in the same time.

@@ -19,7 +19,7 @@ struct TeardownTests {
             let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
             #expect(seen.closeCodes == [.goingAway])
             #expect(received == 3)
-            try await waitForNoConnections(on: loop)
+            await eventually("the loop lets go of every connection (WSI_DESTROY)") { await loop.liveConnectionCount() == 0 }
             #expect(connection.closeCode == .goingAway)
         }
         await loop.shutdown()
@@ -91,10 +91,7 @@ struct TeardownTests {
             let connection = try await WebSocket.connect(
                 to: server.url(path: "/push?count=5000&size=64"), configuration: configuration)
             // Nobody reads: the buffer fills and reading pauses.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while connection.inboundPeakBytes < 2 * 64, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            await eventually("reading pauses") { connection.inboundPeakBytes >= 2 * 64 }
             let started = ContinuousClock.now
             await connection.close(code: .goingAway)
             // Well under the 10 s close timeout: the close answer was read past the full buffer.
@@ -138,7 +135,7 @@ struct TeardownTests {
             let seen = try await server.waitUntil { $0.closeCodes.count == 1 }
             #expect(seen.closeCodes == [.goingAway])
             #expect(seen.connections.first?.messagesReceived == 1)
-            try await waitForNoConnections(on: loop)
+            await eventually("the loop lets go of every connection (WSI_DESTROY)") { await loop.liveConnectionCount() == 0 }
         }
         await loop.shutdown()
     }
@@ -178,14 +175,3 @@ struct TeardownTests {
     }
 }
 
-/// Waits until `loop` has let go of every connection (they reached WSI_DESTROY).
-func waitForNoConnections(on loop: WebSocketEventLoop, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while await loop.liveConnectionCount() > 0 {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("the loop still holds connections after 5 s", sourceLocation: sourceLocation)
-            return
-        }
-        await Task.yield()
-    }
-}

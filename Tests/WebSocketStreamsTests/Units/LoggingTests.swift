@@ -23,10 +23,7 @@ struct LoggingTests {
             configuration.maxBufferedMessages = 2
             let paused = try await WebSocket.connect(to: server.url(path: "/push?count=50&size=100"), configuration: configuration)
             // Nothing is read until the buffer has filled and reading has paused.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while !handler.lines.withLock({ $0.contains { $0.contains("lws_rx_flow_control") } }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            await eventually("lws logs the pause") { handler.lines.withLock { $0.contains { $0.contains("lws_rx_flow_control") } } }
             var received = 0
             for await _ in paused.messages {
                 received += 1
