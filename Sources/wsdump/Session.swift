@@ -9,8 +9,9 @@ import WebSocketStreams
 /// Everything that happens (a message, a line of input, a signal, a timer) is posted as a
 /// ``SessionEvent`` to one stream, and ``run()`` handles the events one at a time, so the
 /// session's state is only ever touched by that loop. The loop never waits for the
-/// network: connecting, receiving, sending (``OutgoingQueue``) and closing run in tasks of
-/// their own and report back with events.
+/// network: connecting, receiving, sending (``OutgoingQueue``) and closing run in tasks
+/// the session owns (``tasks``, a `TaskBag` cancelled as it ends) and report back with
+/// events. Where it is lives in one value, ``stage`` (``SessionStage``).
 ///
 /// The session ends when the connection has ended (after a close handshake, an error, or
 /// `--reconnect`'s terminal state), when connecting fails, or on a second Ctrl-C.
@@ -87,13 +88,14 @@ final class Session {
         } else {
             await stage.connected?.outgoing.stop()
         }
-        tasks.cancel()
         status = reportUndelivered(status)
         if options.requireReply, receivedCount == 0, status == .normalClose {
             printError("no message was received (--require-reply)")
             status = .nothingReceived
         }
         await console.flush()
+        // Nothing the session started outlives it (a timer, a close or ping under way).
+        tasks.cancel()
         return status
     }
 
