@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WebSocketCore
 
 /// One hop of a `connect`: resolve the host (or the proxy's), race its addresses, and run
 /// the TCP, TLS and HTTP upgrade steps on the loop. ``WebSocket/connect(to:configuration:eventLoop:)-(String,_,_)``
@@ -52,9 +53,11 @@ struct ConnectHop {
         guard url.unixSocketPath == nil, let proxy else { return nil }
         switch proxy.source {
         case .environment:
-            return try ProxyEnvironment.current.proxy(for: url).map { text throws(WebSocketError) in try ProxyAddress(parsing: text) }
+            return try ProxyEnvironment.current.proxy(for: url).map { text throws(WebSocketError) in
+                try WebSocketError.reporting { () throws(ConnectFailure) in try ProxyAddress(parsing: text) }
+            }
         case .url(let text):
-            return try ProxyAddress(parsing: text)
+            return try WebSocketError.reporting { () throws(ConnectFailure) in try ProxyAddress(parsing: text) }
         }
     }
 

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import SynchronizationSupport
 import Logging
+import WebSocketCore
 
 extension WebSocket {
     /// Opens a connection and returns once the opening handshake has succeeded.
@@ -51,7 +52,7 @@ extension WebSocket {
         metrics: ConnectionMetrics?
     ) async throws -> WebSocket {
         try RequestInjectionGuard.check(url: url)
-        let parsed = try WebSocketURL(parsing: url)
+        let parsed = try WebSocketError.reporting { () throws(ConnectFailure) in try WebSocketURL(parsing: url) }
         try ConfigurationValidator.validate(configuration)
         let startedAt = ContinuousClock.now
         let hop = ConnectHop(
