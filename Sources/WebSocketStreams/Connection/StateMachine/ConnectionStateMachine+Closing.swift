@@ -218,7 +218,7 @@ extension ConnectionStateMachine {
         finale.consumers = inbound.takeConsumers().elementsAsArray
         let drained = outbound.drain()
         finale.parkedSenders = drained.parked
-        finale.pings = pings.waiting.map(\.waiter)
+        finale.pings = pings.waiting.compactMap(\.waiter)
         pings.waiting = []
         finale.closeWaiters = closeWaiters
         closeWaiters = []
