@@ -27,6 +27,8 @@ struct SimulatedPeer {
     /// The close code the client's close frame must carry: set when the client answers the
     /// peer's close (RFC 6455 5.5.1: the same code).
     var expectedEcho: UInt16??
+    /// How many client close frames were checked against ``expectedEcho``.
+    private(set) var echoChecks = 0
     /// The peer broke a rule (so the client may fail the connection with 1002, 1007, 1009).
     private(set) var brokeRule = false
     /// Where the first frame breaking a rule ends in the peer's output stream.
@@ -236,6 +238,7 @@ struct SimulatedPeer {
         if let code, [1002, 1007, 1009].contains(code), !brokeRule {
             return fail("the client failed the connection with \(code), but the peer broke no rule")
         }
+        if expectedEcho != nil { echoChecks += 1 }
         if let expected = expectedEcho, expected != code {
             return fail("the client answered close code \(expected.map(String.init) ?? "none") with \(code.map(String.init) ?? "none") (RFC 6455 5.5.1: the same code)")
         }

@@ -19,7 +19,7 @@ extension Simulation {
             current.peerGone = true
             current.engine.socketClosed(acknowledged: current.acknowledged)
         }
-        if current.engine.isOpen, !current.opened {
+        if current.engine.didOpen, !current.opened {
             current.opened = true
             reconnect.connected(subprotocol: nil, at: now)
         }

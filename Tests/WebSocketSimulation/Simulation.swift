@@ -180,6 +180,7 @@ public struct Simulation {
             current.engine.socketClosed(acknowledged: current.acknowledged, abnormal: .connectionFailed("reset by the peer"))
         } else {
             current.finPending = true
+            current.peer.wantsFIN = true
             current.peerReads = false
         }
         link = current
@@ -201,7 +202,9 @@ public struct Simulation {
         current.acknowledged += count
         // As production does: acknowledged entries are forgotten only once enough gathered.
         if current.engine.ledger.needsPruning { current.engine.acknowledged(current.acknowledged) }
+        let echoChecks = current.peer.echoChecks
         current.peer.read(chunk)
+        if current.peer.echoChecks > echoChecks { tally.checked(.closeCodeEchoed) }
         link = current
         tally.checked(.peerSeesOnlyLegalFrames)
         if let problem = current.peer.violation { throw violation(.peerSeesOnlyLegalFrames, problem) }

@@ -22,6 +22,16 @@ struct SimulationTests {
         }
     }
 
+    /// Seed 196 found it: a failure whose close frame never left the writer (the peer had
+    /// stopped reading) was reported with its close code, as if the peer had got it; it is a
+    /// 1006 now, like a close frame the peer's TCP never acknowledged.
+    @Test("regression, seed 196: a close frame that never left does not give the ending its code")
+    func seed196() {
+        var tally = InvariantTally()
+        let failure = SimulationRunner.run(seed: 196, tally: &tally)
+        #expect(failure == nil, "\(failure.map(String.init(describing:)) ?? "")")
+    }
+
     @Test("a schedule replays identically: same seed, same steps and checks")
     func deterministic() {
         let events = SimulationEvent.schedule(seed: 42, count: SimulationRunner.scheduleLength)

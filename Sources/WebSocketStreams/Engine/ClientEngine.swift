@@ -84,6 +84,8 @@ struct ClientEngine {
     /// Why the opening handshake failed, once known.
     var connectError: WebSocketError?
     var nextPingID: UInt64 = 0
+    /// The handshake succeeded at some point (the connection may have ended since).
+    var didOpen = false
 
     /// A connection to `url` that starts now: its upgrade request is the first output.
     ///
@@ -298,6 +300,7 @@ struct ClientEngine {
         assembler = MessageAssembler(
             maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater)
         phase = .open
+        didOpen = true
         let (_, abandoned, _) = machine.established(
             subprotocol: negotiated.subprotocol, extensions: negotiated.extensions, responseHeaders: negotiated.headers, now: now)
         events.append(.opened(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions))

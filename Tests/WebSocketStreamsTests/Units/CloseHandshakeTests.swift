@@ -211,6 +211,20 @@ struct CloseHandshakeTests {
         }
     }
 
+    @Test("a failure whose close frame never left (the server stopped reading) ends with 1006, not the frame's code")
+    func failureCloseNeverWritten() {
+        var connection = EngineUnderTest()
+        connection.peerSends([0x80, 0x01, 0x78])  // a continuation with no message to continue
+        let written = connection.engine.streamBytes
+        guard case .dropAfterClose = connection.advance(to: connection.now + .seconds(1)) else {
+            Issue.record("the linger after failing drops the socket")
+            return
+        }
+        connection.socketClosed(acknowledged: written)
+        #expect(connection.machine.ending?.closeCode == .abnormalClosure)
+        #expect(connection.machine.ending?.error?.closeCode == .protocolError, "the error still says why")
+    }
+
     @Test("pong timeout: keep-alive pings, and no pong within pongTimeout ends the connection with .pongTimeout")
     func pongTimeout() {
         var configuration = WebSocketConfiguration()
