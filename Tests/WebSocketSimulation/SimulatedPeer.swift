@@ -216,7 +216,8 @@ struct SimulatedPeer {
             case 0x9:
                 if sentClose == nil, !wantsFIN { writeFrame(0xA, payload) }
             case 0xA:
-                break
+                // The peer's pings carry "sim"; a pong must carry the ping's data (RFC 6455 5.5.3).
+                if payload != Array("sim".utf8) { return fail("a pong whose data is not the ping's") }
             case 0x8:
                 readClose(payload)
             default:

@@ -13,8 +13,10 @@ extension Simulation {
         }
         current.peer.output = []
         if current.peer.wantsFIN, !current.finPending, !current.peerGone { current.finPending = true }
-        if current.engine.wantsSocketClosed, !current.engine.hasEnded {
-            // The client closes its socket: what is still on the wire is lost (a reset).
+        if current.engine.wantsSocketClosed, !current.clientClosedSocket {
+            // The client closes its socket, and hears so (as lws reports every close, even
+            // after a failed handshake ended the engine): what is still on the wire is lost.
+            current.clientClosedSocket = true
             current.wire = []
             current.peerGone = true
             current.engine.socketClosed(acknowledged: current.acknowledged)

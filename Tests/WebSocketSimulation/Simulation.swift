@@ -10,7 +10,7 @@ public struct Simulation {
     static let maxFragments = 4
     static let maxMessageSize = 1000
     /// Bytes the wire holds before the client's socket takes no more (the TCP window).
-    static let wireCapacity = 2048
+    static let wireCapacity = 1024
     static let maxSendSize = 1000
 
     /// What a run did: how often each invariant was checked, and the first one broken.
@@ -37,6 +37,7 @@ public struct Simulation {
         var finPending = false
         var opened = false
         var settled = false
+        var clientClosedSocket = false
         var endings = 0
         var deliveredSeen = 0
     }

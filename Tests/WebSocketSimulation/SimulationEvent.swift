@@ -87,19 +87,19 @@ extension SimulationEvent {
 
     private static func make(_ random: inout SplitMix64) -> SimulationEvent {
         switch random.below(100) {
-        case 0..<14: .send(size: random.chance(10) ? 100 + random.below(900) : 8 + random.below(40),
+        case 0..<15: .send(size: random.chance(10) ? 100 + random.below(900) : 8 + random.below(40),
                            binary: random.chance(30), compress: !random.chance(20))
-        case 14..<16: .ping
-        case 16..<18: .close(code: random.chance(50) ? 1000 : 4000 + UInt16(random.below(10)))
-        case 18: .cancel
-        case 19..<24: .consume
+        case 15..<17: .ping
+        case 17..<19: .close(code: random.chance(50) ? 1000 : 4000 + UInt16(random.below(10)))
+        case 19: .cancel
+        case 20..<24: .consume
         case 24..<32: .peerSend(size: random.chance(10) ? 300 + random.below(800) : random.below(60),
                                 fragments: 1 + random.below(Simulation.maxFragments), binary: random.chance(30), compress: random.chance(60))
         case 32..<34: .peerPing
         case 34..<36: .peerClose(code: random.chance(15) ? nil : random.chance(30) ? 1001 : 4100 + UInt16(random.below(100)))
         case 36..<38: .peerMisbehaves(Misbehaviour.allCases[random.below(Misbehaviour.allCases.count)])
         case 38..<40: .peerDrops(reset: random.chance(50))
-        case 40..<42: .peerReads(random.chance(60))
+        case 40..<42: .peerReads(random.chance(50))
         case 42..<60: .toWire(bytes: byteCount(&random))
         case 60..<76: .toPeer(bytes: byteCount(&random))
         case 76..<92: .toClient(bytes: byteCount(&random))
