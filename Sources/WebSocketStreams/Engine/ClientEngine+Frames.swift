@@ -176,7 +176,6 @@ extension ClientEngine {
     /// `acknowledged` is what the peer's TCP acknowledged of ``streamBytes``; `nil` when
     /// the socket cannot tell (every written message then counts as delivered).
     mutating func socketClosed(acknowledged: Int?, abnormal: WebSocketError? = nil) {
-        guard !hasEnded else { return }
         if isOpen, abnormalEnd == nil {
             abnormalEnd = abnormal ?? .connectionFailed("the server closed the connection without a close frame (\(url.hostHeader))")
         }
@@ -188,8 +187,9 @@ extension ClientEngine {
     }
 
     /// Settles what the peer received and ends the machine: the ``Event/ended(_:)`` event.
+    /// Called again (the socket's close after a failed handshake ended the engine), it does
+    /// nothing: the machine ends once, and only its ending is reported.
     mutating func end(acknowledged: Int?) {
-        guard !hasEnded else { return }
         let wasOpen = isOpen
         phase = .ended
         var unsent: [WebSocketMessage] = []

@@ -298,7 +298,9 @@ struct ClientEngine {
             keys: maskingKeys ?? MaskingKeySource())
         maskingKeys = nil
         assembler = MessageAssembler(
-            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater)
+            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater,
+            streaming: configuration.streamsIncomingMessages
+                ? MessageAssembler.Streaming(maxMessageSize: configuration.maxStreamedMessageSize ?? .max) : nil)
         phase = .open
         didOpen = true
         let (_, abandoned, _) = machine.established(
