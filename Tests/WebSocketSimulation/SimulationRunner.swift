@@ -13,7 +13,7 @@ public enum SimulationRunner {
         public var description: String {
             """
             seed \(seed) breaks "\(violation.invariant)": \(violation.detail)
-            reproduce: swift run -c release -Xswiftc -enable-testing wssimulate --seed \(seed)
+            reproduce: swift run -c release -Xswiftc -enable-testing --scratch-path .build-simulate wssimulate --seed \(seed)
             shrunk to \(shrunk.count) events (\(shrunkViolation.detail)): \(shrunk.map(\.description).joined(separator: ", "))
             """
         }
