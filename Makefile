@@ -15,7 +15,7 @@ DOCS_DIR := $(CURDIR)/.build/docs
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick docs bench bench-alloc bench-w7 bench-w3-crosscheck conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick simulate docs bench bench-alloc bench-w7 bench-w3-crosscheck conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -74,6 +74,15 @@ test-asan: test-deps
 ## FUZZ_RUNS inputs each (Fuzz/README.md); fails on any crash or broken invariant
 fuzz: deps
 	Fuzz/fuzz.sh $(FUZZ_RUNS)
+
+## simulate: SIMULATE_SCHEDULES (1,000,000) deterministic schedules of the client against a
+## simulated peer and network, on both cores; prints schedules, time, steps and every invariant
+## with how often it was checked (Tests/WebSocketSimulation/README.md). The simulator drives the
+## internal ClientEngine (@testable): release with -enable-testing, in a scratch path of its own.
+SIMULATE_SCHEDULES ?= 1000000
+simulate: deps
+	$(SWIFT) build -c release --product wssimulate -Xswiftc -enable-testing --scratch-path .build-simulate
+	.build-simulate/release/wssimulate --schedules $(SIMULATE_SCHEDULES) --shards 2
 
 ## fuzz-quick: the same with 20000 inputs each, for CI (seconds once built)
 fuzz-quick:

@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "TestServer", targets: ["TestServer"]),
         .executable(name: "wsdump", targets: ["wsdump"]),
         .executable(name: "wsbench", targets: ["wsbench"]),
+        .executable(name: "wssimulate", targets: ["wssimulate"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -185,10 +186,27 @@ let package = Package(
             path: "Benchmarks/wsbench",
             swiftSettings: sharedSwiftSettings
         ),
+        // The deterministic simulator (Tests/WebSocketSimulation/README.md): it drives the
+        // package's internal ClientEngine, so it imports WebSocketStreams with @testable, which
+        // debug builds allow; `make simulate` builds it in release with -enable-testing in a
+        // scratch path of its own, so the release builds of the library stay untouched.
+        .target(
+            name: "WebSocketSimulation",
+            dependencies: ["WebSocketStreams", "WebSocketCore"],
+            path: "Tests/WebSocketSimulation",
+            exclude: ["README.md"],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .executableTarget(
+            name: "wssimulate",
+            dependencies: ["WebSocketSimulation"],
+            path: "Tools/Simulate",
+            swiftSettings: sharedSwiftSettings
+        ),
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: [
-                "WebSocketStreams", "WebSocketCore", "WebSocketTestServer", "LibWebSocketsLoop", "CLibWebSockets",
+                "WebSocketStreams", "WebSocketCore", "WebSocketTestServer", "WebSocketSimulation", "LibWebSocketsLoop", "CLibWebSockets",
                 "SynchronizationSupport", "TaskLifetimes",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

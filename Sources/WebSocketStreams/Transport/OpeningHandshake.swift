@@ -45,17 +45,8 @@ struct OpeningHandshake {
 
     init(url: WebSocketURL, configuration: WebSocketConfiguration, clock: ConnectClock) {
         self.clock = clock
-        // Proxy-Authorization is the proxy's: it goes on CONNECT (`ProxyAddress.connectRequest(to:proxyAuthorization:)`),
-        // never to the server.
-        var headers = configuration.headers.filter { $0.key.lowercased() != "proxy-authorization" }
-        if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {
-            headers["Authorization"] = authorization
-        }
-        let request = HandshakeRequest(
-            url: url, headers: headers.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) },
-            subprotocols: configuration.subprotocols, origin: configuration.origin,
-            extensionOffer: configuration.compression.isEnabled ? DeflateOffer(configuration.compression).headerValue : nil,
-            keyBytes: Crypto.randomBytes(count: 16))
+        let request = HandshakeRequest(url: url, configuration: configuration, keyBytes: Crypto.randomBytes(count: 16))
+        let headers = HandshakeRequest.serverHeaders(url: url, configuration: configuration)
         key = request.key
         requestBytes = request.bytes
         let redactor = SecretRedactor(

@@ -73,6 +73,12 @@ package struct FrameWriter {
         compressionThreshold = threshold
     }
 
+    /// A writer masking with `keys` (``MaskingKeySource/seeded(_:)`` in tests and the simulator).
+    init(deflater: MessageDeflater?, threshold: Int, keys: MaskingKeySource) {
+        self.init(deflater: deflater, threshold: threshold)
+        self.keys = keys
+    }
+
     /// Messages queued or partly written: nothing more of them can be sent after the socket is gone.
     var unwrittenMessages: [WebSocketMessage] {
         abandoned + (outgoing.map { [$0.message] } ?? []) + messages.map(\.message)

@@ -3,71 +3,65 @@ import Testing
 @testable import WebSocketCore
 @testable import WebSocketStreams
 
-/// One connection's decisions, driven the way the transport drives them but without a
-/// socket: the peer's bytes go through the frame assembler into the state machine, and
-/// what the machine hands the writer comes out as the client's bytes. Time is a value.
-private struct ConnectionUnderTest {
-    var machine: ConnectionStateMachine
-    var assembler = MessageAssembler(maxMessageSize: 1 << 20)
-    var writer = FrameWriter()
+/// One connection driven through ``ClientEngine``, the value production's glue lives in:
+/// the upgrade is answered with a real 101, the peer's bytes go in, the client's bytes come
+/// out (unmasked here for the assertions). Time is a value.
+struct EngineUnderTest {
+    var engine: ClientEngine
     var now = ContinuousClock.now
-    /// Messages the consumer was handed (or that wait for it).
+    /// Messages the consumer was handed.
     var received: [WebSocketMessage] = []
-    var pausedReading = false
+    /// How many times the connection ended (must be once).
+    var endings = 0
 
     init(configuration: WebSocketConfiguration = WebSocketConfiguration()) {
-        machine = ConnectionStateMachine(configuration: configuration, handshakeDeadline: now + .seconds(10))
-        machine.timing.pingGrid = nil  // exact keep-alive times (the grid has tests of its own)
-        _ = machine.established(subprotocol: nil, extensions: nil, now: now)
-        _ = machine.takeRequests(now: now)
+        engine = ClientEngine(
+            url: try! WebSocketURL(parsing: "ws://example.test/chat"), configuration: configuration, now: now,
+            keyBytes: Array(0..<16), maskingKeys: .seeded(7), keepaliveGrid: false)
+        _ = engine.takeOutput(budget: 1 << 16, now: now)  // the upgrade request
+        let accept = HandshakeRequest.acceptValue(forKey: engine.handshakeKey, sha1: { Crypto.sha1($0) })
+        engine.receive(Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n".utf8), now: now)
+        _ = takeEvents()
     }
 
-    /// The peer's bytes arrive: each event goes to the machine as the transport routes it.
+    var machine: ConnectionStateMachine { engine.machine }
+    var pausedReading: Bool { engine.isReadingPaused }
+
+    /// The peer's bytes arrive; whole messages count as received only when the consumer takes them.
     mutating func peerSends(_ bytes: [UInt8]) {
-        var events: [InboundEvent] = []
-        _ = bytes.withUnsafeBytes { assembler.read($0, into: &events, messageLimit: .max, byteLimit: .max) }
+        engine.receive(bytes, now: now)
+    }
+
+    /// The consumer takes what happened.
+    @discardableResult
+    mutating func takeEvents() -> [ClientEngine.Event] {
+        let events = engine.takeEvents(now: now)
         for event in events {
             switch event {
-            case .message(let content):
-                let message = WebSocketMessage(content)
-                var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
-                if machine.receive(contentsOf: [message], deliveries: &deliveries, now: now) { pausedReading = true }
-                received.append(message)
-            case .ping(let payload):
-                if let answer = machine.pongAnswering(payload) { writer.enqueueControl(.pong, payload: answer) }
-            case .pong(let payload):
-                _ = machine.pongReceived(payload, at: now)
-            case .close(let frame):
-                let action = machine.peerClosed(frame, now: now)
-                if let answer = action.answer { writer.enqueueCloseNow(answer) }
-            case .failure(let failure):
-                switch machine.protocolFailure(failure, now: now) {
-                case .fail(let failing): if let frame = failing.closeFrame { writer.enqueueCloseNow(frame) }
-                case .deferred: pausedReading = true
-                }
+            case .message(let message): received.append(message)
+            case .ended: endings += 1
+            case .opened, .pong: break
             }
         }
+        return events
     }
 
-    /// The loop's writable pass: what the machine hands over is encoded; returns the
-    /// client's frames, unmasked, and reports the close frame written.
+    /// The socket takes everything waiting: the client's frames, unmasked.
     mutating func flush() -> [(opcode: UInt8, payload: [UInt8])] {
-        var batch = ConnectionStateMachine.WriteBatch()
-        if writer.wantsMessages { machine.takeWrites(budget: 1 << 20, into: &batch, now: now) }
-        for (id, payload) in batch.pings { writer.enqueueControl(.ping, payload: payload ?? Keepalive.payload(tag: .user, id: id)) }
-        for message in batch.messages { writer.enqueue(message) }
-        if let close = batch.close { writer.enqueueClose(close) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        let count = buffer.withUnsafeMutableBytes { writer.fill($0) }
-        if writer.closeWritten { _ = machine.closeFrameWritten(now: now) }
-        return Self.unmask(Array(buffer[..<count]))
+        Self.unmask(engine.takeOutput(budget: 1 << 20, now: now))
     }
 
-    /// Time passes to `instant`; the machine's timer fires if it is due by then.
+    /// Time passes to `instant`; the engine's timer fires if it is due by then.
     mutating func advance(to instant: ContinuousClock.Instant) -> ConnectionStateMachine.TimerAction? {
         now = instant
-        guard let deadline = machine.nextDeadline, deadline <= now else { return nil }
-        return machine.timerFired(now: now)
+        guard let deadline = engine.nextDeadline, deadline <= now else { return nil }
+        return engine.timerFired(now: now)
+    }
+
+    /// The socket is gone (the peer ended TCP, or it was dropped).
+    mutating func socketClosed(acknowledged: Int? = nil) {
+        engine.socketClosed(acknowledged: acknowledged)
+        takeEvents()
     }
 
     /// Splits masked client frames into opcode and unmasked payload (payloads < 126 bytes).
@@ -99,84 +93,80 @@ private func closePayload(_ code: UInt16, _ reason: String = "") -> [UInt8] {
 @Suite("The close handshake of RFC 6455 section 7, fed bytes (no socket)")
 struct CloseHandshakeTests {
     @Test("client-initiated: our close goes out behind the queued message, the server's answer completes it, then TCP lingers 1 s")
-    func clientInitiated() async {
-        var connection = ConnectionUnderTest()
-        _ = connection.machine.send(.text("last"))
-        await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
-            _ = connection.machine.close(code: .normalClosure, reason: "bye", waiter: waiter)
-            #expect(connection.machine.takeRequests(now: connection.now).contains(.deadlineMoved))
-            #expect(connection.machine.nextDeadline == connection.now + .seconds(10))
-            let written = connection.flush()
-            #expect(written.map(\.opcode) == [0x1, 0x8])
-            #expect(written.last?.payload == closePayload(1000, "bye"))
-            connection.peerSends(serverClose(1000, "ok"))
-            // Both close frames are done: the server ends TCP first (7.1.1); drop after 1 s if not.
-            #expect(connection.machine.nextDeadline == connection.now + .seconds(1))
-            guard case .dropAfterClose(finished: true) = connection.advance(to: connection.now + .seconds(1)) else {
-                Issue.record("the linger after a finished close drops the socket")
-                waiter.resume()
-                return
-            }
-            connection.machine.transportClosed()?.run()
+    func clientInitiated() {
+        var connection = EngineUnderTest()
+        let accepted = connection.engine.send(.text("last"))
+        #expect(accepted)
+        connection.engine.close(code: .normalClosure, reason: "bye", now: connection.now)
+        #expect(connection.engine.nextDeadline == connection.now + .seconds(10))
+        let written = connection.flush()
+        #expect(written.map(\.opcode) == [0x1, 0x8])
+        #expect(written.last?.payload == closePayload(1000, "bye"))
+        connection.peerSends(serverClose(1000, "ok"))
+        // Both close frames are done: the server ends TCP first (7.1.1); drop after 1 s if not.
+        #expect(connection.engine.nextDeadline == connection.now + .seconds(1))
+        guard case .dropAfterClose(finished: true) = connection.advance(to: connection.now + .seconds(1)) else {
+            Issue.record("the linger after a finished close drops the socket")
+            return
         }
+        #expect(connection.engine.wantsSocketClosed)
+        connection.socketClosed()
         let ending = connection.machine.ending
         #expect(ending?.closeCode == 1000 && ending?.closeReason == "ok")
         #expect(ending?.initiator == .local && ending?.error == nil)
+        #expect(connection.endings == 1)
     }
 
     @Test("server-initiated: the answer echoes the code (5.5.1) ahead of unsent messages, which are reported")
     func serverInitiated() {
-        var connection = ConnectionUnderTest()
+        var connection = EngineUnderTest()
         connection.peerSends(serverClose(1001, "going"))
         #expect(!connection.machine.isOpen)
-        guard case .fail(let error) = connection.machine.send(.text("late")) else {
-            Issue.record("a send after the peer's close fails")
-            return
-        }
-        #expect(error == .closed(code: .goingAway, reason: "going"))
+        let lateAccepted = connection.engine.send(.text("late"))
+        #expect(!lateAccepted, "a send after the peer's close fails")
+        #expect(connection.engine.closedError == .closed(code: .goingAway, reason: "going"))
         let written = connection.flush()
         #expect(written.count == 1 && written[0].opcode == 0x8 && written[0].payload == closePayload(1001))
         guard case .dropAfterClose(finished: true) = connection.advance(to: connection.now + .seconds(1)) else {
             Issue.record("the linger after a finished close drops the socket")
             return
         }
-        _ = connection.machine.transportClosed()
+        connection.socketClosed()
         let ending = connection.machine.ending
         #expect(ending?.closeCode == .goingAway && ending?.closeReason == "going" && ending?.initiator == .peer)
     }
 
     @Test("simultaneous: both sides' frames cross; neither answers the other, the peer's code is reported")
     func simultaneous() {
-        var connection = ConnectionUnderTest()
-        _ = connection.machine.requestClose(code: .normalClosure, reason: "mine")
-        var batch = ConnectionStateMachine.WriteBatch()
-        connection.machine.takeWrites(budget: 1 << 20, into: &batch, now: connection.now)
-        #expect(batch.close == CloseFrame(code: .normalClosure, reason: "mine"))
-        connection.writer.enqueueClose(batch.close!)
-        // The server's close arrives while ours is with the writer: no second close is queued.
-        let answer = connection.machine.peerClosed(CloseFrame(code: .goingAway, reason: "theirs"), now: connection.now)
-        #expect(answer.answer == nil)
-        #expect(!answer.endsTLS, "ours is not on the wire yet")
-        let written = connection.flush()
-        #expect(written.map(\.payload) == [closePayload(1000, "mine")])
-        _ = connection.machine.transportClosed()
+        var connection = EngineUnderTest()
+        connection.engine.close(code: .normalClosure, reason: "mine", now: connection.now)
+        // Our close is taken by the writer (its first byte is on the wire) when the server's arrives.
+        let first = connection.engine.takeOutput(budget: 1, now: connection.now)
+        #expect(first == [0x88])
+        connection.peerSends(serverClose(1001, "theirs"))
+        let rest = connection.engine.takeOutput(budget: 1 << 16, now: connection.now)
+        let written = EngineUnderTest.unmask(first + rest)
+        #expect(written.map(\.payload) == [closePayload(1000, "mine")], "no second close is written")
+        connection.socketClosed()
         #expect(connection.machine.ending?.closeCode == .goingAway)
         #expect(connection.machine.ending?.initiator == .local)
     }
 
     @Test("failure mid-message: a data frame inside a fragmented message fails with 1002, ahead of everything, nothing delivered")
     func failureMidMessage() {
-        var connection = ConnectionUnderTest()
-        _ = connection.machine.send(.text("queued"))
+        var connection = EngineUnderTest()
+        let accepted = connection.engine.send(.text("queued"))
+        #expect(accepted)
         // "hel" without FIN, then a new text frame instead of a continuation.
         connection.peerSends([0x01, 0x03] + Array("hel".utf8) + [0x81, 0x02] + Array("lo".utf8))
+        connection.takeEvents()
         #expect(connection.received.isEmpty)
         let written = connection.flush()
         #expect(written.count == 1 && written[0].opcode == 0x8)
         #expect(Array(written[0].payload.prefix(2)) == [0x03, 0xEA])
         // Failing waits only for the server to end TCP.
-        #expect(connection.machine.nextDeadline == connection.now + .seconds(1))
-        _ = connection.machine.transportClosed()
+        #expect(connection.engine.nextDeadline == connection.now + .seconds(1))
+        connection.socketClosed()
         let ending = connection.machine.ending
         #expect(ending?.closeCode == .protocolError && ending?.initiator == .local)
         guard case .protocolViolation(closeCode: .protocolError, _)? = ending?.error.map(ErrorShape.init) else {
@@ -188,35 +178,52 @@ struct CloseHandshakeTests {
 
     @Test("a broken rule right behind an unread message waits for the consumer, at most 2 s")
     func deferredFailure() {
-        var connection = ConnectionUnderTest()
+        var connection = EngineUnderTest()
         connection.peerSends([0x81, 0x02] + Array("hi".utf8) + [0x89, 0x7E])  // a message, then a ping too long
-        #expect(connection.received == [.text("hi")])
+        #expect(connection.machine.bufferedMessageCount == 1, "the message waits for the consumer")
         #expect(connection.pausedReading)
-        #expect(connection.flush().isEmpty, "nothing is written while the failure waits")
-        #expect(connection.machine.nextDeadline == connection.now + .seconds(2))
+        let written = connection.flush()
+        #expect(written.isEmpty, "nothing is written while the failure waits")
+        #expect(connection.engine.nextDeadline == connection.now + .seconds(2))
         guard case .fail(let failing) = connection.advance(to: connection.now + .seconds(2)) else {
             Issue.record("the held failure applies once its grace is over")
             return
         }
         #expect(failing.closeFrame?.code == .protocolError)
+        connection.takeEvents()
+        #expect(connection.received == [.text("hi")])
     }
 
     @Test("close timeout: a server that never answers is dropped after 10 s; an unacknowledged close frame is 1006")
     func closeTimeout() {
         for acknowledged in [true, false] {
-            var connection = ConnectionUnderTest()
-            _ = connection.machine.requestClose(code: .normalClosure, reason: "")
-            _ = connection.machine.takeRequests(now: connection.now)
+            var connection = EngineUnderTest()
+            connection.engine.close(code: .normalClosure, reason: "", now: connection.now)
             _ = connection.flush()
+            let end = connection.engine.streamBytes
             #expect(connection.advance(to: connection.now + .seconds(9)) == nil)
             guard case .dropAfterClose(finished: false) = connection.advance(to: connection.now + .seconds(1)) else {
                 Issue.record("the close timeout drops the socket")
                 return
             }
-            _ = connection.machine.transportClosed(closeFrameAcknowledged: acknowledged)
+            connection.socketClosed(acknowledged: acknowledged ? end : end - 1)
             #expect(connection.machine.ending?.closeCode == (acknowledged ? .normalClosure : .abnormalClosure))
             #expect(connection.machine.ending?.error == nil)
         }
+    }
+
+    @Test("a failure whose close frame never left (the server stopped reading) ends with 1006, not the frame's code")
+    func failureCloseNeverWritten() {
+        var connection = EngineUnderTest()
+        connection.peerSends([0x80, 0x01, 0x78])  // a continuation with no message to continue
+        let written = connection.engine.streamBytes
+        guard case .dropAfterClose = connection.advance(to: connection.now + .seconds(1)) else {
+            Issue.record("the linger after failing drops the socket")
+            return
+        }
+        connection.socketClosed(acknowledged: written)
+        #expect(connection.machine.ending?.closeCode == .abnormalClosure)
+        #expect(connection.machine.ending?.error?.closeCode == .protocolError, "the error still says why")
     }
 
     @Test("pong timeout: keep-alive pings, and no pong within pongTimeout ends the connection with .pongTimeout")
@@ -224,21 +231,23 @@ struct CloseHandshakeTests {
         var configuration = WebSocketConfiguration()
         configuration.pingInterval = .seconds(5)
         configuration.pongTimeout = .seconds(2)
-        var connection = ConnectionUnderTest(configuration: configuration)
+        var connection = EngineUnderTest(configuration: configuration)
         let start = connection.now
         guard case .sendKeepalivePing(let payload) = connection.advance(to: start + .seconds(5)) else {
             Issue.record("keep-alive pings an idle connection")
             return
         }
+        let pinged = connection.flush()
+        #expect(pinged.map(\.opcode) == [0x9])
         // Answered in time: the next ping comes an interval later.
         connection.peerSends([0x8A, UInt8(payload.count)] + payload)
-        #expect(connection.machine.nextDeadline == start + .seconds(10))
+        #expect(connection.engine.nextDeadline == start + .seconds(10))
         guard case .sendKeepalivePing = connection.advance(to: start + .seconds(10)) else {
             Issue.record("the next keep-alive ping")
             return
         }
         // Unread bytes waiting on the socket may hold the pong: the deadline moves instead.
-        guard case .rearm = connection.machine.timerFired(now: start + .seconds(12), unreadInputWaiting: true) else {
+        guard case .rearm = connection.engine.timerFired(now: start + .seconds(12), unreadInputWaiting: true) else {
             Issue.record("unread input moves the pong deadline")
             return
         }
@@ -246,7 +255,7 @@ struct CloseHandshakeTests {
             Issue.record("no pong in time ends the connection")
             return
         }
-        _ = connection.machine.transportClosed()
+        connection.socketClosed()
         #expect(connection.machine.ending?.closeCode == .abnormalClosure)
         #expect(connection.machine.ending?.error == .pongTimeout)
         #expect(connection.machine.ending?.initiator == .local)
@@ -256,24 +265,25 @@ struct CloseHandshakeTests {
     func randomSequences() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<500 {
-            var connection = ConnectionUnderTest()
-            var endings = 0
+            var connection = EngineUnderTest()
             for _ in 0..<20 {
                 switch Int.random(in: 0..<9, using: &generator) {
-                case 0: _ = connection.machine.send(.text("m"))
-                case 1: _ = connection.machine.requestClose(code: .normalClosure, reason: "")
+                case 0: _ = connection.engine.send(.text("m"))
+                case 1: connection.engine.close(code: .normalClosure, reason: "", now: connection.now)
                 case 2: connection.peerSends(serverClose(1000))
                 case 3: connection.peerSends([0x81, 0x01, 0x41])
                 case 4: connection.peerSends([0x82, 0x7E])  // truncated: waits for more
                 case 5: connection.peerSends([0x8F, 0x00])  // unknown opcode
                 case 6: _ = connection.flush()
                 case 7: _ = connection.advance(to: connection.now + .milliseconds(Int64.random(in: 0...3000, using: &generator)))
-                default: if connection.machine.transportClosed() != nil { endings += 1 }
+                default: connection.socketClosed()
                 }
+                connection.takeEvents()
             }
-            if connection.machine.transportClosed() != nil { endings += 1 }
-            #expect(endings == 1)
+            connection.socketClosed()
+            #expect(connection.endings == 1)
             #expect(connection.machine.ending != nil)
+            #expect(connection.engine.nextDeadline == nil)
         }
     }
 }

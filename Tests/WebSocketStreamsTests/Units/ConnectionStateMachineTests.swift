@@ -92,6 +92,7 @@ struct ConnectionStateMachineTests {
             #expect(batch.close?.code == .normalClosure)
             guard case .fail(let error) = machine.send(.text("too late")) else { Issue.record(); return }
             #expect(error == .closed(code: .normalClosure, reason: "bye"))
+            _ = machine.closeFrameWritten(now: .now)  // the writer put it on the wire
             let finale = machine.transportClosed()
             #expect(finale?.closeWaiters.count == 1)
             finale?.run()
@@ -122,6 +123,7 @@ struct ConnectionStateMachineTests {
     func failures() {
         var machine = openMachine()
         machine.failed(with: .messageTooLarge(limit: 10), closeCode: .messageTooBig)
+        _ = machine.closeFrameWritten(now: .now)  // the writer put the 1009 on the wire
         _ = machine.transportClosed()
         #expect(machine.ending?.closeCode == .messageTooBig)
         #expect(machine.ending?.error == .messageTooLarge(limit: 10))

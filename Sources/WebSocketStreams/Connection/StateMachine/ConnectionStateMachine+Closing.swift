@@ -204,7 +204,9 @@ extension ConnectionStateMachine {
         case .closing(let closing):
             if let peer = closing.peer {
                 (code, reason) = (peer.code, peer.reason)
-            } else if let local = closing.local, local.progress != .queued, closeFrameAcknowledged {
+            } else if let local = closing.local, local.progress == .written, closeFrameAcknowledged {
+                // Only a close frame that left whole counts: one still with the writer (the
+                // peer stopped reading) never reached the peer, as an unacknowledged one did not.
                 (code, reason) = (local.code, local.reason)
             }
             // Without a close exchanged, the connection was lost, unless this side had asked
@@ -216,7 +218,7 @@ extension ConnectionStateMachine {
         finale.consumers = inbound.takeConsumers().elementsAsArray
         let drained = outbound.drain()
         finale.parkedSenders = drained.parked
-        finale.pings = pings.waiting.map(\.waiter)
+        finale.pings = pings.waiting.compactMap(\.waiter)
         pings.waiting = []
         finale.closeWaiters = closeWaiters
         closeWaiters = []

@@ -102,7 +102,7 @@ extension ConnectionStateMachine {
               let writtenAt = pings.waiting[index].writtenAt
         else { return (roundTrip, nil) }
         let waiting = pings.waiting.remove(at: index)
-        return (roundTrip, (waiting.waiter, now - writtenAt))
+        return (roundTrip, waiting.waiter.map { ($0, now - writtenAt) })
     }
 
     // MARK: - The consumer

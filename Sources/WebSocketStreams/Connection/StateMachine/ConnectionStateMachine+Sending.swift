@@ -148,6 +148,15 @@ extension ConnectionStateMachine {
         return .wait(wake: request(.write))
     }
 
+    /// Queues ping `id` with nobody waiting for its pong (a driver that takes pongs as
+    /// events, ``ClientEngine``); `false` once the connection is no longer open.
+    mutating func queuePing(id: UInt64, payload: [UInt8]? = nil) -> Bool {
+        guard isOpen else { return false }
+        pings.waiting.append(PendingPings.Ping(id: id, payload: payload, waiter: nil))
+        _ = request(.write)
+        return true
+    }
+
     /// The task waiting for ping `id` was cancelled: its waiter, if it was registered.
     mutating func cancelPing(id: UInt64) -> PingWaiter? {
         if let index = pings.waiting.firstIndex(where: { $0.id == id }) {

@@ -78,7 +78,9 @@ extension ConnectionStateMachine {
             let id: UInt64
             /// The payload the user chose, or `nil` for the tag-and-id one.
             let payload: [UInt8]?
-            let waiter: PingWaiter
+            /// The `ping()` call waiting for the pong; `nil` for a ping whose driver polls
+            /// for pongs as events (``ClientEngine``).
+            let waiter: PingWaiter?
             var writtenAt: ContinuousClock.Instant?
         }
 
