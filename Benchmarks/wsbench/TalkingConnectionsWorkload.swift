@@ -14,7 +14,9 @@ import WebSocketStreams
 /// - `cpu_us_per_msg`: this process's CPU during the rounds per message sent and its echo read.
 ///
 /// One task drives the rounds: it sends on a connection and awaits the echo before moving to
-/// the next slot, so a round takes `period` unless the echoes are slower than the slots.
+/// the next slot, so a round takes `period` unless the echoes are slower than the slots. Every
+/// echo must equal the message sent, byte for byte (the run fails otherwise): with a larger
+/// `--size` and the server's window options, W9 also checks compression across idle pauses.
 enum TalkingConnectionsWorkload {
     static func run(_ parameters: BenchmarkParameters) async -> BenchmarkReport {
         let target = max(1, parameters.connections)
@@ -42,14 +44,20 @@ enum TalkingConnectionsWorkload {
             for (index, connection) in batch.open.enumerated() {
                 try? await Task.sleep(until: roundStart + slot * index, clock: clock)
                 if Task.isCancelled { break rounds }
+                let text = feed[(index * rounds + round) % feed.count]
                 do {
-                    try await connection.send(.text(feed[(index * rounds + round) % feed.count]))
+                    try await connection.send(.text(text))
                 } catch {
                     failure = failure ?? "send failed: \(error)"
                     break rounds
                 }
-                guard await readers[index].next() != nil else {
+                guard let echo = await readers[index].next() else {
                     failure = failure ?? endedEarly(connection)
+                    break rounds
+                }
+                // Byte for byte: a compressor or decompressor that lost its context shows here.
+                guard echo == .text(text) else {
+                    failure = failure ?? "connection \(index), round \(round): the echo differs from the message sent"
                     break rounds
                 }
                 completed += 1
