@@ -37,6 +37,21 @@ let package = Package(
             pkgConfig: "libwebsockets",
             providers: [.apt(["libwebsockets-dev", "libssl-dev", "zlib1g-dev"])]
         ),
+        // zlib alone, for WebSocketCore's permessage-deflate: the codec reaches no other C.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        // The codec: frames, messages, the opening handshake's bytes, permessage-deflate, the
+        // URL and proxy parsers. Pure values, no I/O, no libwebsockets, no OpenSSL (SHA-1 and
+        // randomness come from the caller). Its API is `package`: the client, the test server,
+        // the fuzzers and the benchmark hooks use it.
+        .target(
+            name: "WebSocketCore",
+            dependencies: ["CZlib"],
+            swiftSettings: sharedSwiftSettings
+        ),
         .target(
             name: "SynchronizationSupport",
             swiftSettings: sharedSwiftSettings
@@ -56,6 +71,7 @@ let package = Package(
                 "CLibWebSockets",
                 "LibWebSocketsLoop",
                 "SynchronizationSupport",
+                "WebSocketCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -65,7 +81,7 @@ let package = Package(
         ),
         .target(
             name: "WebSocketStreamsBenchmarkHooks",
-            dependencies: ["WebSocketStreams"],
+            dependencies: ["WebSocketStreams", "WebSocketCore"],
             swiftSettings: sharedSwiftSettings
         ),
         .target(
@@ -106,6 +122,7 @@ let package = Package(
                 "CLibWebSockets",
                 "LibWebSocketsLoop",
                 "SynchronizationSupport",
+                "WebSocketCore",
                 "WebSocketStreams",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -170,12 +187,21 @@ let package = Package(
         .testTarget(
             name: "WebSocketStreamsTests",
             dependencies: [
-                "WebSocketStreams", "WebSocketTestServer", "LibWebSocketsLoop", "CLibWebSockets", "SynchronizationSupport", "TaskLifetimes",
+                "WebSocketStreams", "WebSocketCore", "WebSocketTestServer", "LibWebSocketsLoop", "CLibWebSockets",
+                "SynchronizationSupport", "TaskLifetimes",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
+            swiftSettings: sharedSwiftSettings
+        ),
+        .testTarget(
+            name: "WebSocketCoreTests",
+            // WebSocketStreams and the test server for what the codec's tests compare with:
+            // the public close codes and errors the codec's values map to, OpenSSL's SHA-1,
+            // the seeded generator.
+            dependencies: ["WebSocketCore", "WebSocketStreams", "WebSocketTestServer"],
             swiftSettings: sharedSwiftSettings
         ),
         .testTarget(

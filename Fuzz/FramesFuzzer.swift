@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// libFuzzer target for the receive path: ``FrameDecoder`` and ``MessageAssembler``, with
 /// and without permessage-deflate (``MessageInflater``).
 ///
@@ -125,15 +127,15 @@ private func checkEvents(_ events: [InboundEvent], isFinished: Bool, limit: Int)
             check(payload.count <= 125, "a \(payload.count)-byte control payload")
         case .close(let frame):
             check(isLast, "events after a close frame: \(events)")
-            if let code = frame.code {
-                check(CloseFrame.mayBeReceived(code.rawValue), "close code \(code.rawValue) accepted")
+            if let code = frame.wireCode {
+                check(CloseFrame.mayBeReceived(code), "close code \(code) accepted")
             } else {
                 check(frame.reason.isEmpty, "a reason without a close code")
             }
         case .failure(let failure):
             check(isLast, "events after a failure: \(events)")
-            check([1002, 1007, 1009].contains(failure.code.rawValue), "failure with close code \(failure.code.rawValue)")
-            check(!failure.reason.isEmpty && failure.description.hasPrefix("\(failure.code.rawValue): "), "\(failure)")
+            check([1002, 1007, 1009].contains(failure.wireCode), "failure with close code \(failure.wireCode)")
+            check(!failure.reason.isEmpty && failure.description.hasPrefix("\(failure.wireCode): "), "\(failure)")
         }
     }
     let endsTheStream: Bool
@@ -148,11 +150,11 @@ private func checkEvents(_ events: [InboundEvent], isFinished: Bool, limit: Int)
 /// piece is whole code points (it is a `String` built without repair, so its UTF-8 is the
 /// bytes received); a message's pieces are all of its kind.
 private func checkPieces(_ events: [InboundEvent]) {
-    var kind: WebSocketMessageKind?
+    var kind: String?
     for event in events {
         guard case .message(let piece) = event else { continue }
-        if let kind { check(piece.kind == kind, "a \(piece.kind) piece inside a \(kind) message") }
-        kind = piece.byteCount == 0 ? nil : piece.kind
+        if let kind { check(piece.kindName == kind, "a \(piece.kindName) piece inside a \(kind) message") }
+        kind = piece.byteCount == 0 ? nil : piece.kindName
         if case .text(let text) = piece {
             check(String(validating: Array(text.utf8), as: UTF8.self) == text, "a text piece that is not whole code points")
         }
@@ -163,7 +165,7 @@ private func checkPieces(_ events: [InboundEvent]) {
 /// failure or a close frame) is dropped, as a whole-message assembler never delivers it.
 private func joined(_ events: [InboundEvent]) -> [InboundEvent] {
     var result: [InboundEvent] = []
-    var open: WebSocketMessage?
+    var open: MessageContent?
     for event in events {
         guard case .message(let piece) = event else {
             result.append(event)
@@ -182,4 +184,11 @@ private func joined(_ events: [InboundEvent]) -> [InboundEvent] {
         }
     }
     return result
+}
+
+extension MessageContent {
+    /// "text" or "binary".
+    fileprivate var kindName: String {
+        if case .text = self { "text" } else { "binary" }
+    }
 }

@@ -1,3 +1,5 @@
+import CLibWebSockets
+
 /// What both fuzz targets share: reading configuration from the front of the input,
 /// cutting the rest into fuzz-chosen chunks, and failing loudly.
 
@@ -53,4 +55,18 @@ struct ChunkPlan {
 /// message is printed in optimized builds too, so a crash report says what went wrong.
 func check(_ condition: Bool, _ message: @autoclosure () -> String, file: StaticString = #file, line: UInt = #line) {
     if !condition { fatalError("fuzz check failed: \(message())", file: file, line: line) }
+}
+
+/// SHA-1 from OpenSSL's libcrypto, as the client hands it to the codec (`Crypto.sha1`):
+/// WebSocketCore computes no digest of its own.
+func sha1(_ bytes: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+    var length: UInt32 = 0
+    let ok = bytes.withUnsafeBytes { input in
+        digest.withUnsafeMutableBufferPointer { output in
+            EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha1(), nil)
+        }
+    }
+    check(ok == 1, "libcrypto could not compute SHA-1")
+    return Array(digest.prefix(Int(length)))
 }

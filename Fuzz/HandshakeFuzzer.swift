@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// libFuzzer target for the opening handshake's answer: ``HTTPResponseParser``, then
 /// ``HandshakeValidator``, ``HTTPBodyCollector`` and ``DeflateParameters/init(negotiating:)``.
 ///
@@ -131,7 +133,7 @@ private func checkHead(_ head: HTTPResponseHead) {
 /// deflater and an inflater.
 private func validate(_ head: HTTPResponseHead, setup: HandshakeSetup, rest: UnsafeRawBufferPointer) {
     let result = HandshakeValidator.validate(
-        head, key: handshakeKey, sha1: Crypto.sha1, offeredSubprotocols: setup.offeredSubprotocols,
+        head, key: handshakeKey, sha1: sha1, offeredSubprotocols: setup.offeredSubprotocols,
         offeredExtensions: [DeflateParameters.extensionName]
     )
     switch result {

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// libFuzzer target for what a proxy or a user's settings can hand the connect path:
 /// ``SOCKS5Handshake`` fed a proxy's bytes, and the text parsers of ``WebSocketURL``
 /// (`ws+unix:` included), ``ProxyAddress`` and ``ProxyEnvironment``.

@@ -3,8 +3,9 @@
 #
 #   Fuzz/fuzz.sh [RUNS]          (from anywhere; RUNS defaults to 1000000)
 #
-# Each target is compiled with swiftc straight from the real sources (its entry file,
-# FuzzSupport.swift and the protocol files listed below), into .build/fuzz/. The committed
+# WebSocketCore (Sources/WebSocketCore, every file of it) is compiled once with swiftc into
+# .build/fuzz/core/, instrumented; each target is its entry file and FuzzSupport.swift, which
+# import that module, linked with it into .build/fuzz/. The committed
 # seeds in Fuzz/corpus/<target> are read; new inputs go to .build/fuzz/corpus/<target>,
 # crashes to .build/fuzz/artifacts/<target>/. Reproducers of fixed crashes in
 # Fuzz/regressions/<target>/ run first. Exits non-zero when any target crashes.
@@ -18,51 +19,64 @@ max_len=${FUZZ_MAX_LEN:-4096}
 swiftc=${SWIFTC:-swiftc}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/.build/fuzz
-src=$root/Sources/WebSocketStreams
+core=$out/core
+core_sources=$root/Sources/WebSocketCore
 
-# The protocol code under test and what it needs, nothing that does I/O.
-library=(
-    Protocol/CloseFrame.swift Protocol/FrameDecoder.swift
-    Protocol/FrameHeader.swift Protocol/FrameOpcode.swift Protocol/HTTPBodyCollector.swift
-    Protocol/HTTPResponseHead.swift Protocol/HTTPResponseParser.swift Protocol/HandshakeRequest.swift
-    Protocol/HandshakeValidator.swift Protocol/InboundEvent.swift Protocol/MessageAssembler.swift
-    Protocol/MessageDecompressor.swift Protocol/PayloadArena.swift Protocol/ProtocolFailure.swift
-    Protocol/UTF8Validator.swift
-    Proxy/ProxyAddress.swift Proxy/ProxyEnvironment.swift Proxy/SOCKS5Handshake.swift
-    Compression/DeflateOffer.swift Compression/DeflateParameters.swift Compression/MessageDeflater.swift
-    Compression/MessageInflater.swift Compression/WebSocketCompression.swift
-    TLS/Crypto.swift Messages/WebSocketMessageKind.swift
-    WebSocketCloseCode.swift WebSocketError.swift WebSocketErrorCode.swift WebSocketMessage.swift WebSocketURL.swift
-)
-
-# Header search paths of the C libraries, as the system-library target gets them from pkg-config.
+# Header search path of zlib, as the system-library target gets it from pkg-config.
 c_includes=()
-for flag in $(pkg-config --cflags-only-I libwebsockets openssl zlib 2>/dev/null); do
+for flag in $(pkg-config --cflags-only-I zlib 2>/dev/null); do
     c_includes+=(-Xcc "$flag")
 done
+# The entry files take SHA-1 from OpenSSL, as the client does (FuzzSupport.swift's `sha1`),
+# through the C module the client uses.
+openssl=(-I "$root/Sources/CLibWebSockets")
+for flag in $(pkg-config --cflags-only-I libwebsockets openssl 2>/dev/null); do
+    openssl+=(-Xcc "$flag")
+done
+common=(
+    -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6
+    -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility
+    -package-name WebSocketStreamsFuzz -Xcc "-fmodule-map-file=$root/Sources/CZlib/module.modulemap" "${c_includes[@]}"
+)
+
+# Runs a compile, under FUZZ_JOBS_LOCK when given.
+compile() {
+    if [[ -n ${FUZZ_JOBS_LOCK:-} ]]; then
+        flock "$FUZZ_JOBS_LOCK" "$@"
+    else
+        "$@"
+    fi
+}
+
+# WebSocketCore as one module: its interface for the entry files, one object to link.
+build_core() {
+    local sources
+    mapfile -t sources < <(find "$core_sources" -name '*.swift' | sort)
+    mkdir -p "$core"
+    if [[ -f $core/WebSocketCore.o ]] && [[ -z $(find "${sources[@]}" "$0" -newer "$core/WebSocketCore.o" 2>/dev/null) ]]; then
+        echo "fuzz: WebSocketCore is up to date"
+        return
+    fi
+    echo "fuzz: building WebSocketCore (${#sources[@]} files)"
+    local started=$SECONDS
+    compile "$swiftc" "${common[@]}" -module-name WebSocketCore -whole-module-optimization \
+        -emit-module -emit-module-path "$core/WebSocketCore.swiftmodule" \
+        -emit-object -o "$core/WebSocketCore.o" "${sources[@]}"
+    echo "fuzz: built WebSocketCore in $((SECONDS - started)) s"
+}
 
 build() {
     local target=$1 entry=$2
     local binary=$out/$target-fuzzer
     local sources=("$root/Fuzz/$entry" "$root/Fuzz/FuzzSupport.swift")
-    for file in "${library[@]}"; do sources+=("$src/$file"); done
-    if [[ -x $binary ]] && [[ -z $(find "${sources[@]}" "$0" -newer "$binary" 2>/dev/null) ]]; then
+    if [[ -x $binary ]] && [[ -z $(find "${sources[@]}" "$core/WebSocketCore.o" "$0" -newer "$binary" 2>/dev/null) ]]; then
         echo "fuzz: $target-fuzzer is up to date"
         return
     fi
     echo "fuzz: building $target-fuzzer"
-    local command=(
-        "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6
-        -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility
-        -module-name "${target^}Fuzzer" -package-name WebSocketStreamsFuzz -I "$root/Sources/CLibWebSockets" "${c_includes[@]}"
-        -use-ld=lld -o "$binary" "${sources[@]}"
-    )
     local started=$SECONDS
-    if [[ -n ${FUZZ_JOBS_LOCK:-} ]]; then
-        flock "$FUZZ_JOBS_LOCK" "${command[@]}"
-    else
-        "${command[@]}"
-    fi
+    compile "$swiftc" "${common[@]}" -module-name "${target^}Fuzzer" -I "$core" "${openssl[@]}" \
+        -use-ld=lld -o "$binary" "${sources[@]}" "$core/WebSocketCore.o" -lz
     echo "fuzz: built $target-fuzzer in $((SECONDS - started)) s"
 }
 
@@ -104,6 +118,7 @@ run() {
 }
 
 mkdir -p "$out"
+build_core
 build frames FramesFuzzer.swift
 build handshake HandshakeFuzzer.swift
 build proxy ProxyFuzzer.swift

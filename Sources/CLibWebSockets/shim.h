@@ -13,7 +13,6 @@
 #include <openssl/ssl.h>
 #include <openssl/rand.h>
 #include <openssl/bio.h>
-#include <zlib.h>
 #include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>

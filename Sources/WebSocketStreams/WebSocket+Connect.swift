@@ -1,6 +1,7 @@
 import FoundationEssentials
 import SynchronizationSupport
 import Logging
+import WebSocketCore
 
 extension WebSocket {
     /// Opens a connection and returns once the opening handshake has succeeded.
@@ -51,7 +52,7 @@ extension WebSocket {
         metrics: ConnectionMetrics?
     ) async throws -> WebSocket {
         try RequestInjectionGuard.check(url: url)
-        let parsed = try WebSocketURL(parsing: url)
+        let parsed = try WebSocketError.reporting { () throws(ConnectFailure) in try WebSocketURL(parsing: url) }
         try ConfigurationValidator.validate(configuration)
         let startedAt = ContinuousClock.now
         let hop = HopContext(
@@ -229,9 +230,11 @@ private func proxyAddress(for url: WebSocketURL, _ proxy: WebSocketProxy?) throw
     guard url.unixSocketPath == nil, let proxy else { return nil }
     switch proxy.source {
     case .environment:
-        return try ProxyEnvironment.current.proxy(for: url).map { text throws(WebSocketError) in try ProxyAddress(parsing: text) }
+        return try ProxyEnvironment.current.proxy(for: url).map { text throws(WebSocketError) in
+            try WebSocketError.reporting { () throws(ConnectFailure) in try ProxyAddress(parsing: text) }
+        }
     case .url(let text):
-        return try ProxyAddress(parsing: text)
+        return try WebSocketError.reporting { () throws(ConnectFailure) in try ProxyAddress(parsing: text) }
     }
 }
 

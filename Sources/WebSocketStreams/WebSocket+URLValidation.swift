@@ -1,3 +1,5 @@
+import WebSocketCore
+
 extension WebSocket {
     /// Checks that `url` is one ``connect(to:configuration:eventLoop:)-(String,_,_)`` accepts, without
     /// connecting: the same rules and the same error, so a command-line tool or a settings
@@ -13,6 +15,6 @@ extension WebSocket {
     ///
     /// - Throws: ``WebSocketError/invalidURL(_:)`` saying what is wrong.
     public static func validateURL(_ url: String) throws(WebSocketError) {
-        _ = try WebSocketURL(parsing: url)
+        _ = try WebSocketError.reporting { () throws(ConnectFailure) in try WebSocketURL(parsing: url) }
     }
 }

@@ -1,6 +1,7 @@
 import DequeModule
 import Synchronization
 import SynchronizationSupport
+import WebSocketCore
 
 /// An open WebSocket client connection.
 ///

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// The status code of a WebSocket close frame (RFC 6455 section 7.4).
 ///
 /// Well-known codes are static members; any code in 3000-4999 (registered and
@@ -53,10 +55,7 @@ public struct WebSocketCloseCode: RawRepresentable, Sendable, Hashable, Expressi
     /// 1007-1014 and 3000-4999). 1005, 1006 and 1015 only ever describe a connection's end;
     /// a peer that sends one of those, or an unassigned code, breaks the protocol.
     public var isValidInCloseFrame: Bool {
-        switch rawValue {
-        case 1000...1003, 1007...1014, 3000...4999: true
-        default: false
-        }
+        CloseFrame.mayBeReceived(rawValue)
     }
 
     /// The former name of ``isValidInCloseFrame``.
@@ -92,5 +91,31 @@ extension WebSocketCloseCode: CustomStringConvertible {
     /// The number and its name, e.g. `1000 (normal closure)`.
     public var description: String {
         if let name { "\(rawValue) (\(name))" } else { "\(rawValue)" }
+    }
+}
+
+// The codec (WebSocketCore) carries close codes as the wire's UInt16; here they are read as
+// the public type.
+extension CloseFrame {
+    /// The code, or `nil` for an empty close frame (reported to users as 1005).
+    var code: WebSocketCloseCode? {
+        get { wireCode.map(WebSocketCloseCode.init(rawValue:)) }
+        set { wireCode = newValue?.rawValue }
+    }
+
+    init(code: WebSocketCloseCode?, reason: String = "") {
+        self.init(wireCode: code?.rawValue, reason: reason)
+    }
+}
+
+extension ProtocolFailure {
+    /// The close code this side sends.
+    var code: WebSocketCloseCode {
+        get { WebSocketCloseCode(rawValue: wireCode) }
+        set { wireCode = newValue.rawValue }
+    }
+
+    init(code: WebSocketCloseCode, reason: String, exceedsFragmentLimit: Bool = false) {
+        self.init(wireCode: code.rawValue, reason: reason, exceedsFragmentLimit: exceedsFragmentLimit)
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WebSocketCore
 
 /// What went wrong with a WebSocket connection.
 ///
@@ -248,5 +249,23 @@ extension [String: String] {
         if let value = self[name] { return value }
         let lowered = name.lowercased()
         return first { $0.key.lowercased() == lowered }?.value
+    }
+}
+
+extension WebSocketError {
+    /// The error a URL, proxy setting or proxy answer the codec refused is reported as: the
+    /// failure of the same name, with the same reason.
+    init(_ failure: ConnectFailure) {
+        switch failure {
+        case .invalidURL(let reason): self = .invalidURL(reason)
+        case .invalidConfiguration(let reason): self = .invalidConfiguration(reason)
+        case .connectionFailed(let reason): self = .connectionFailed(reason)
+        case .proxyRejected(let reason): self = .proxyRejected(reason)
+        }
+    }
+
+    /// `body`'s result, or its failure reported as the error of the same name.
+    static func reporting<Value>(_ body: () throws(ConnectFailure) -> Value) throws(WebSocketError) -> Value {
+        do { return try body() } catch { throw WebSocketError(error) }
     }
 }

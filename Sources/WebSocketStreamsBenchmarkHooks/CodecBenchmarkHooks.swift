@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WebSocketCore
 import WebSocketStreams
 
 /// The codec's hot paths, reachable from the allocation benchmarks in
@@ -66,7 +67,7 @@ public enum CodecBenchmarkHooks {
             var messages = 0
             for event in events {
                 guard case .message(let message) = event else { return nil }
-                body(message)
+                body(WebSocketMessage(message))
                 messages += 1
             }
             return messages

@@ -1,3 +1,4 @@
+import WebSocketCore
 import WebSocketStreams
 
 /// Reads the frames a client sends on a raw route: just enough framing to see its close

@@ -1,6 +1,7 @@
 import Foundation
 import SynchronizationSupport
 import Testing
+@testable import WebSocketCore
 @testable import WebSocketStreams
 import WebSocketTestServer
 

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// Whether and how messages are compressed with permessage-deflate (RFC 7692).
 ///
 /// It reads like the Bool it used to be: `configuration.compression = false` turns
@@ -86,5 +88,16 @@ public struct WebSocketCompression: Sendable, Hashable, ExpressibleByBooleanLite
     /// `permessage-deflate; client_max_window_bits`, or `off`.
     public var description: String {
         isEnabled ? DeflateOffer(self).headerValue : "off"
+    }
+}
+
+extension DeflateOffer {
+    /// The offer `compression` makes.
+    init(_ compression: WebSocketCompression) {
+        self.init()
+        clientMaxWindowBits = compression.clientMaxWindowBits
+        serverMaxWindowBits = compression.serverMaxWindowBits
+        clientNoContextTakeover = compression.clientNoContextTakeover
+        serverNoContextTakeover = compression.serverNoContextTakeover
     }
 }

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// Refuses CR, LF and NUL wherever they would reach the upgrade request: in the URL (its
 /// host, also percent-decoded, since the host goes into `Host` and SNI as written; its
 /// path and query, which go into the request line), header names and values,

@@ -1,4 +1,5 @@
 import Tracing
+import WebSocketCore
 
 /// The swift-distributed-tracing span around one `connect` (every redirect hop inside it):
 /// a client span named `WebSocket connect` with the attributes OpenTelemetry's HTTP client

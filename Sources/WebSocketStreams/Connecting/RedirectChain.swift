@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// The redirects one connect has followed, and whether to follow the next: a value with
 /// no I/O, that ``WebSocket/connect(to:configuration:eventLoop:)-(String,_,_)`` asks after
 /// each refused upgrade.
@@ -115,10 +117,14 @@ struct RedirectChain {
         let lowered = location.lowercased()
         for (scheme, replacement) in [("https://", "wss://"), ("http://", "ws://"), ("wss://", "wss://"), ("ws://", "ws://")]
         where lowered.hasPrefix(scheme) {
-            return try WebSocketURL(parsing: replacement + location.dropFirst(scheme.count))
+            return try WebSocketError.reporting { () throws(ConnectFailure) in
+                try WebSocketURL(parsing: replacement + location.dropFirst(scheme.count))
+            }
         }
         if location.hasPrefix("//") {
-            return try WebSocketURL(parsing: (base.isSecure ? "wss:" : "ws:") + location)
+            return try WebSocketError.reporting { () throws(ConnectFailure) in
+                try WebSocketURL(parsing: (base.isSecure ? "wss:" : "ws:") + location)
+            }
         }
         if let colon = location.firstIndex(of: ":"), !location[..<colon].contains("/"), !location[..<colon].contains("?") {
             throw .invalidURL("'\(location)': the scheme \(location[..<colon]) is not ws, wss, http or https")

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WebSocketCore
 
 /// A message sent as a stream of pieces: each piece becomes one or more frames of the one
 /// message, queued as room appears, with nothing else between them.

@@ -3,6 +3,7 @@ import DequeModule
 import Logging
 import Synchronization
 import SynchronizationSupport
+import WebSocketCore
 
 /// The internal core of one client connection.
 ///

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WebSocketCore
 
 /// A message accepted by `send`, with how it may be written; or one piece of a message
 /// sent as a stream (``WebSocket/send(streaming:as:)``), written as one or more frames

@@ -1,13 +1,14 @@
 import FoundationEssentials
 import Synchronization
 import SynchronizationSupport
+import WebSocketCore
 
 /// One iteration of ``WebSocket/messageStreams``: the pieces of the connection's
 /// messages, handed out message by message.
 ///
 /// On a connection that streams (``WebSocketConfiguration/streamsIncomingMessages``), the
 /// inbound queue holds pieces: each non-empty, of its message's kind, and an empty one
-/// ends each message (``MessageAssembler``). Otherwise each item is a whole message, read
+/// ends each message (`MessageAssembler`, in WebSocketCore). Otherwise each item is a whole message, read
 /// as one piece. Asking for the next message skips what is left of the current one, in
 /// order, so the connection stays usable however little of a message was read.
 // @unchecked: `current`, `ended` and `first` are touched only inside `exclusively`,

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// The proxy a connection goes through: one named by URL, or the one the environment
 /// names (``environment``), as curl and most command-line tools choose it.
 ///

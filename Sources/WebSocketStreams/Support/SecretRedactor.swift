@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// Removes a connection's secrets from log lines: the values of credential-bearing request
 /// headers, the URL's query values and user info (with its Basic authorization form).
 ///

@@ -1,6 +1,7 @@
 import SynchronizationSupport
 import FoundationEssentials
 import Logging
+import WebSocketCore
 
 /// The answers the opening steps read: the SOCKS5 proxy's, the HTTP proxy's to CONNECT,
 /// and the server's to the upgrade request (with the body of a refusal).
@@ -18,7 +19,7 @@ extension ClientTransport {
                 do {
                     action = try handshake.receive(input)
                 } catch {
-                    failHandshake(connection, error)
+                    failHandshake(connection, WebSocketError(error))
                     return
                 }
                 input = []

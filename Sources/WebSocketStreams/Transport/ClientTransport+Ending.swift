@@ -1,5 +1,6 @@
 import SynchronizationSupport
 import Logging
+import WebSocketCore
 
 extension ClientTransport {
     /// The socket closed (the peer ended TCP, an error, or this side dropped it).

@@ -1,6 +1,7 @@
 import SynchronizationSupport
 import FoundationEssentials
 import Logging
+import WebSocketCore
 
 extension ClientTransport {
     /// Starts the connect (from ``LoopConnections/open(_:)``): this side opens the socket and

@@ -1,5 +1,6 @@
 import SynchronizationSupport
 import Logging
+import WebSocketCore
 
 extension ClientTransport {
     /// Bytes arrived from the socket (`LWS_CALLBACK_RAW_RX`).
@@ -107,7 +108,7 @@ extension ClientTransport {
         }
         for event in events {
             if case .message(let message) = event {
-                reader.incoming.append(message)
+                reader.incoming.append(WebSocketMessage(message))
                 continue
             }
             deliverIncoming(connection, loop: loop)

@@ -1,6 +1,7 @@
 import SynchronizationSupport
 import Logging
 import Synchronization
+import WebSocketCore
 
 extension ClientTransport {
     /// Writes what is waiting (``WriteSide/flush(_:observer:metrics:)``) and acts on what

@@ -1,6 +1,7 @@
 import LibWebSocketsLoop
 import SynchronizationSupport
 import Logging
+import WebSocketCore
 
 /// The loop's half of a client connection: a shell around one raw socket that does the
 /// I/O and decides nothing.

@@ -1,5 +1,6 @@
 import SynchronizationSupport
 import Logging
+import WebSocketCore
 
 /// The opening steps of one connection (TCP, an optional proxy tunnel, TLS, the HTTP
 /// upgrade) and what each keeps: a value the transport moves along as bytes arrive.
@@ -44,7 +45,7 @@ struct OpeningHandshake {
 
     init(url: WebSocketURL, configuration: WebSocketConfiguration, clock: ConnectClock) {
         self.clock = clock
-        // Proxy-Authorization is the proxy's: it goes on CONNECT (``ProxyAddress/connectRequest(to:proxyAuthorization:)``),
+        // Proxy-Authorization is the proxy's: it goes on CONNECT (`ProxyAddress.connectRequest(to:proxyAuthorization:)`),
         // never to the server.
         var headers = configuration.headers.filter { $0.key.lowercased() != "proxy-authorization" }
         if let authorization = url.basicAuthorization, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) {

@@ -1,5 +1,6 @@
 import SynchronizationSupport
 import FoundationEssentials
+import WebSocketCore
 
 /// What the loop keeps from one read of a connection's socket to the next: the frame
 /// assembler, input held back while reading is paused, and storage reused by every read.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import WebSocketCore
 
 /// How a task writes its own message to the socket, as part of the ``WriteSide``.
 ///

@@ -1,5 +1,6 @@
 import DequeModule
 import FoundationEssentials
+import WebSocketCore
 
 /// The outgoing side of one connection's protocol: the messages and control frames to
 /// send, encoded into whatever output memory the caller offers.

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 /// Masking keys from OpenSSL's CSPRNG, fetched `batchSize` at a time so a frame costs
 /// no library call of its own (RFC 6455 10.3: keys must be unpredictable). Nothing is
 /// allocated until the first frame: an idle connection pays nothing for it.

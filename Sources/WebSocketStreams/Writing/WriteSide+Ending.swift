@@ -1,4 +1,5 @@
 import SynchronizationSupport
+import WebSocketCore
 extension WriteSide {
     /// What the peer's TCP acknowledged of what was written, as the connection ends.
     struct Delivery {

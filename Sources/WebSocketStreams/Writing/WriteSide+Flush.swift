@@ -1,6 +1,7 @@
 import LibWebSocketsLoop
 import Glibc
 import SynchronizationSupport
+import WebSocketCore
 
 extension WriteSide {
     /// The most one flush encodes before it lets the loop serve other connections.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Testing
+@testable import WebSocketCore
 @testable import WebSocketStreams
 
 /// One connection's decisions, driven the way the transport drives them but without a
@@ -27,7 +28,8 @@ private struct ConnectionUnderTest {
         _ = bytes.withUnsafeBytes { assembler.read($0, into: &events, messageLimit: .max, byteLimit: .max) }
         for event in events {
             switch event {
-            case .message(let message):
+            case .message(let content):
+                let message = WebSocketMessage(content)
                 var deliveries: [(InboundQueue.Consumer, WebSocketMessage)] = []
                 if machine.receive(contentsOf: [message], deliveries: &deliveries, now: now) { pausedReading = true }
                 received.append(message)

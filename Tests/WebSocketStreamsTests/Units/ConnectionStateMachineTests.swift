@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Testing
+@testable import WebSocketCore
 @testable import WebSocketStreams
 
 @Suite("ConnectionStateMachine transitions (no I/O)")

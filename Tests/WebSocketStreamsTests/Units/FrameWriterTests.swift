@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Testing
+@testable import WebSocketCore
 @testable import WebSocketStreams
 import WebSocketTestServer
 
@@ -160,7 +161,7 @@ struct FrameWriterTests {
         ])
         #expect(frames[0].header == [0x02, 0xFF, 0, 0, 0, 0, 0, 0x10, 0, 0])
         #expect(frames[5].header == [0x80, 0xFF, 0, 0, 0, 0, 0, 0x07, 0xA1, 0x20])
-        #expect(events(of: frames) == [.ping([1]), .pong([2]), .ping([3]), .message(big), .message(.text("after"))])
+        #expect(events(of: frames) == [.ping([1]), .pong([2]), .ping([3]), .message(MessageContent(big)), .message(.text("after"))])
         #expect(writer.messageBytesWritten == big.byteCount + 5)
         #expect(writer.unwrittenMessages.isEmpty)
         // Every frame has its own key.
@@ -188,7 +189,7 @@ struct FrameWriterTests {
         var reference = Self.loadedWriter()
         let expected = parseClientFrames(drain(&reference, bufferSize: 1 << 22))
         #expect(expected.count == 2 + Self.messages.count + 1)
-        #expect(events(of: expected) == [.ping(Array(0..<14)), .pong([])] + Self.messages.map { .message($0) }
+        #expect(events(of: expected) == [.ping(Array(0..<14)), .pong([])] + Self.messages.map { InboundEvent.message(MessageContent($0)) }
                 + [.close(CloseFrame(code: .normalClosure, reason: "done"))])
         #expect(expected.last?.serverBytes == [0x88, 0x06, 0x03, 0xE8] + Array("done".utf8))
         for size in [20, 21, 31, 100, 131, 1000] {
@@ -219,7 +220,7 @@ struct FrameWriterTests {
         writer.enqueueControl(.ping, payload: [7])
         #expect(writer.unwrittenMessages == [.text("one"), binary(300)])
         let frames = parseClientFrames(drain(&writer, bufferSize: 4096))
-        #expect(events(of: frames) == [.ping([7]), .message(.text("one")), .message(binary(300)),
+        #expect(events(of: frames) == [.ping([7]), .message(.text("one")), .message(MessageContent(binary(300))),
                                         .close(CloseFrame(code: .goingAway, reason: "bye"))])
         #expect(writer.closeWritten && !writer.hasWork)
         writer.enqueueControl(.pong, payload: [8])
@@ -272,7 +273,7 @@ struct FrameWriterTests {
         writer.enqueueCloseNow(CloseFrame(code: .protocolError))
         output += drain(&writer, bufferSize: 64)
         let frames = parseClientFrames(output)
-        #expect(events(of: frames) == [.message(first), .close(CloseFrame(code: .protocolError))])
+        #expect(events(of: frames) == [.message(MessageContent(first)), .close(CloseFrame(code: .protocolError))])
         #expect(writer.unwrittenMessages == [.text("two")])
         #expect(writer.messageBytesWritten == 1000)
     }
@@ -337,7 +338,7 @@ struct FrameWriterTests {
         // The last text refers back to the first through the shared window.
         #expect(frames[7].payload.count < frames[0].payload.count)
         let inflater = MessageInflater(parameters: DeflateParameters())
-        #expect(events(of: frames, inflater: inflater) == messages.map { .message($0) } + [.close(CloseFrame(code: .normalClosure))])
+        #expect(events(of: frames, inflater: inflater) == messages.map { InboundEvent.message(MessageContent($0)) } + [.close(CloseFrame(code: .normalClosure))])
         #expect(writer.messageBytesWritten == messages.reduce(0) { $0 + $1.byteCount })
     }
 
@@ -464,5 +465,15 @@ struct FrameWriterTests {
         #expect(bytes.count == 8 + 1000)
         #expect(bytes[8...].filter { $0 == UInt8(ascii: "a") }.count < 500)
         #expect(parseClientFrames(bytes).first?.payload == Array(repeating: UInt8(ascii: "a"), count: 1000))
+    }
+}
+
+extension MessageContent {
+    /// The codec's form of `message`, to compare what the writer wrote with what was sent.
+    fileprivate init(_ message: WebSocketMessage) {
+        switch message {
+        case .text(let string): self = .text(string)
+        case .binary(let data): self = .binary(data)
+        }
     }
 }

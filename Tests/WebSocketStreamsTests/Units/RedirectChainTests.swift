@@ -1,4 +1,5 @@
 import Testing
+@testable import WebSocketCore
 @testable import WebSocketStreams
 
 /// A refusal of the upgrade as the transport reports it: `status` with `Location: location`.

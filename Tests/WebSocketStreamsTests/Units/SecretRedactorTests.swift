@@ -1,4 +1,5 @@
 import Testing
+@testable import WebSocketCore
 @testable import WebSocketStreams
 
 @Suite("SecretRedactor")

@@ -1,3 +1,5 @@
+import WebSocketCore
+
 extension ConnectionStateMachine {
     enum CloseAction {
         case wait(wake: Bool, failedSenders: [OutboundQueue.Sender])

@@ -1,4 +1,5 @@
 import DequeModule
+import WebSocketCore
 
 extension ConnectionStateMachine {
     enum ReceiveAction {

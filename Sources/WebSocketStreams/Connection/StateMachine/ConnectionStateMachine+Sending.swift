@@ -1,3 +1,5 @@
+import WebSocketCore
+
 extension ConnectionStateMachine {
     enum SendAction {
         case accepted(wake: Bool)

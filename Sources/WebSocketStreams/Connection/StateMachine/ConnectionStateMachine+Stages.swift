@@ -1,3 +1,5 @@
+import WebSocketCore
+
 extension ConnectionStateMachine {
     /// What the connection has while its opening handshake runs.
     struct Connecting {

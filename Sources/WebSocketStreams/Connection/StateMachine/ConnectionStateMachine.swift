@@ -1,4 +1,5 @@
 import DequeModule
+import WebSocketCore
 
 /// Every decision about one client connection, as a value: no socket, no lock, no clock.
 ///
