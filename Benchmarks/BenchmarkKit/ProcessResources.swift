@@ -94,7 +94,11 @@ extension ProcessResources {
         guard let directory = opendir("/proc/self/fd") else { return (0, 0) }
         var descriptors: [Int32] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // Up to the name's NUL only: a record can end before d_name's 256 bytes do, at the
+            // end of the kernel's buffer (copying the whole field faulted there).
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
+            }
             if let descriptor = Int32(name) { descriptors.append(descriptor) }
         }
         closedir(directory)

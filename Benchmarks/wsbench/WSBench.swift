@@ -70,8 +70,17 @@ struct WSBench: AsyncParsableCommand {
     @Flag(name: [.customLong("no-compress"), .customLong("no-compression")], help: "Do not offer permessage-deflate.")
     var noCompression = false
 
-    @Option(name: .customLong("client-max-window-bits"), help: ArgumentHelp("Offer client_max_window_bits=N (8-15).", valueName: "bits"))
+    @Option(name: .customLong("client-max-window-bits"), help: ArgumentHelp("Offer client_max_window_bits=N (8-15); 0 offers it without a value. Default: the SDK's.", valueName: "bits"))
     var clientMaxWindowBits: Int?
+
+    @Option(name: .customLong("server-max-window-bits"), help: ArgumentHelp("Offer server_max_window_bits=N (8-15).", valueName: "bits"))
+    var serverMaxWindowBits: Int?
+
+    @Option(name: .customLong("memory-level"), help: ArgumentHelp("zlib's memory level for compressing (1-9). Default: the SDK's.", valueName: "level"))
+    var memoryLevel: Int?
+
+    @Flag(name: .customLong("keep-compression-state"), help: "Keep zlib's state between messages (releasesMemoryWhenIdle = false).")
+    var keepsCompressionState = false
 
     @Flag(name: .customLong("client-no-context-takeover"), help: "Offer client_no_context_takeover.")
     var clientNoContextTakeover = false
@@ -145,7 +154,12 @@ struct WSBench: AsyncParsableCommand {
         let count = count ?? workload.defaultCount
         var configuration = WebSocketConfiguration()
         configuration.compression = WebSocketCompression(isEnabled: !noCompression)
-        configuration.compression.clientMaxWindowBits = clientMaxWindowBits
+        if let clientMaxWindowBits {
+            configuration.compression.clientMaxWindowBits = clientMaxWindowBits == 0 ? nil : clientMaxWindowBits
+        }
+        if let serverMaxWindowBits { configuration.compression.serverMaxWindowBits = serverMaxWindowBits }
+        if let memoryLevel { configuration.compression.memoryLevel = memoryLevel }
+        if keepsCompressionState { configuration.compression.releasesMemoryWhenIdle = false }
         configuration.compression.clientNoContextTakeover = clientNoContextTakeover
         if let pingInterval {
             configuration.pingInterval = pingInterval > 0 ? .milliseconds(Int64(pingInterval * 1000)) : nil
