@@ -508,7 +508,15 @@ W9_ROUNDS = 3
 W9_PERIOD = 10
 # Ours before issue 39 (default offer `client_max_window_bits`, memLevel 8, zlib's state held between
 # messages), measured with this W9 on 2026-11-27 (1,000 / 10,000 connections).
-W9_BEFORE = {}
+W9_BEFORE = {
+    ("python websockets", 1000, "rss_per_conn_kb"): 113.1, ("python websockets", 1000, "rss_per_conn_kb_idle"): 11.0,
+    ("TestServer", 1000, "rss_per_conn_kb"): 113.3, ("TestServer", 1000, "rss_per_conn_kb_idle"): 10.7,
+    ("python websockets", 10000, "rss_per_conn_kb"): 111.5, ("python websockets", 10000, "rss_per_conn_kb_idle"): 10.0,
+    ("TestServer", 10000, "rss_per_conn_kb"): 111.5, ("TestServer", 10000, "rss_per_conn_kb_idle"): 9.8,
+    **{(server, n, "wire_bytes_per_msg_out"): 262.8 for server in ("python websockets", "TestServer") for n in (1000, 10000)},
+    **{("python websockets", n, "wire_bytes_per_msg_in"): 258.8 for n in (1000, 10000)},
+    **{("TestServer", n, "wire_bytes_per_msg_in"): 297.9 for n in (1000, 10000)},
+}
 
 
 def w9_clients(args):
