@@ -504,7 +504,7 @@ def replace_scale_section(args):
 W9_FIGURES = [("rss_per_conn_kb", "lower"), ("rss_per_conn_kb_idle", "lower"), ("wire_bytes_per_msg_out", "lower"),
               ("wire_bytes_per_msg_in", "lower"), ("cpu_us_per_msg", "lower"), ("open_s", "lower")]
 W9_RSS_TARGETS = {"TestServer": 48, "python websockets": 24}
-W9_ROUNDS = 3
+W9_ROUNDS = 2
 W9_PERIOD = 10
 # Ours before issue 39 (default offer `client_max_window_bits`, memLevel 8, zlib's state held between
 # messages), measured with this W9 on 2026-11-27 (1,000 / 10,000 connections).
