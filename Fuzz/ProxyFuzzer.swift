@@ -54,7 +54,7 @@ private struct SOCKSOutcome: Equatable, CustomStringConvertible {
     enum End: Equatable {
         case waiting
         case opened(leftover: [UInt8])
-        case failed(WebSocketError)
+        case failed(ConnectFailure)
     }
 
     var sent: [[UInt8]] = []

@@ -17,8 +17,9 @@ if ! swift build >"$build_log" 2>&1; then
 fi
 rm -f "$build_log"
 bin=$(swift build --show-bin-path)
+# The C modules the Swift modules import, as SwiftPM passes them to the compiler.
 digester=(swift-api-digester -I "$bin/Modules" -Xcc "-fmodule-map-file=$PWD/Sources/CLibWebSockets/module.modulemap"
-          -swift-version 6 -avoid-tool-args)
+          -Xcc "-fmodule-map-file=$PWD/Sources/CZlib/module.modulemap" -swift-version 6 -avoid-tool-args)
 if [ "${1:-}" = "--record" ]; then
     for module in "${modules[@]}"; do
         "${digester[@]}" -dump-sdk -module "$module" -o "$baseline/$module.json"

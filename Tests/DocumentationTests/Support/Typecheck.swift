@@ -23,6 +23,7 @@ enum Typecheck {
         ] + (upcomingFeatures ? ["-enable-upcoming-feature", "ExistentialAny", "-enable-upcoming-feature", "MemberImportVisibility"] : []) + [
             "-I", binDirectory.appendingPathComponent("Modules").path,
             "-Xcc", "-fmodule-map-file=" + packageRoot.appendingPathComponent("Sources/CLibWebSockets/module.modulemap").path,
+            "-Xcc", "-fmodule-map-file=" + packageRoot.appendingPathComponent("Sources/CZlib/module.modulemap").path,
             "-module-cache-path", binDirectory.appendingPathComponent("ModuleCache").path,
         ] + extraArguments + files
         let output = Pipe()
