@@ -15,7 +15,7 @@ DOCS_DIR := $(CURDIR)/.build/docs
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick simulate docs bench bench-alloc bench-w7 bench-w3-crosscheck conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick simulate docs bench bench-alloc bench-w7 bench-w9 bench-w3-crosscheck conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -112,8 +112,10 @@ bench: deps
 	-test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
 	-$(BENCH_VENV)/bin/pip install --quiet picows
 	-$(BENCH_VENV)/bin/pip install --quiet uvloop
+	-$(BENCH_VENV)/bin/pip install --quiet websockets
 	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
 		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_RUNS) --out BENCHMARKS.md \
+		$$($(BENCH_VENV)/bin/python -c 'import websockets' 2>/dev/null && echo --w9-python $(BENCH_VENV)/bin/python) \
 		--peer websocket-kit="$$($(SWIFT) build -c release --package-path $(WEBSOCKETKIT_PEER) --show-bin-path)/wsbench-websocketkit" \
 		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py" \
 		--peer ours-batches="$$($(SWIFT) build -c release --show-bin-path)/wsbench --batches"
@@ -128,6 +130,20 @@ bench-w7: deps
 	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
 	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
 		--wsbench-c .build/bench/wsbench-c --out BENCHMARKS.md --only-w7
+
+## bench-w9: only the W9 runs of bench (talking connections with compression on: ours and python
+## websockets' client, 1,000 and 10,000 connections, against TestServer with compression and python
+## websockets' server), their section of BENCHMARKS.md replaced
+bench-w9: deps
+	$(SWIFT) build -c release --product wsbench
+	$(SWIFT) build -c release --product TestServer
+	mkdir -p .build/bench
+	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
+	-test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	-$(BENCH_VENV)/bin/pip install --quiet websockets
+	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
+		--wsbench-c .build/bench/wsbench-c --out BENCHMARKS.md --only-w9 \
+		$$($(BENCH_VENV)/bin/python -c 'import websockets' 2>/dev/null && echo --w9-python $(BENCH_VENV)/bin/python)
 
 ## bench-w3-crosscheck: W3 against a plain libwebsockets echo server in C (Benchmarks/echo-server-c)
 ## instead of TestServer, for ours, ours on the loop executor, raw C and picows: whether a W3

@@ -142,14 +142,19 @@ class Server:
             self.process.wait()
 
 
-def start_server(args, workdir, tls=False):
+def start_server(args, workdir, tls=False, compression=False, command=None):
     """Starts TestServer on a free loopback port; with `tls`, waits for the `CA certificate: PATH`
-    line it prints (its stdout goes to a log file, flushed right after the port file is written)."""
-    name = "tls" if tls else "plain"
+    line it prints (its stdout goes to a log file, flushed right after the port file is written).
+    With `compression`, it accepts permessage-deflate (W9); `command` starts another server taking
+    `--port-file` (W9's python websockets server)."""
+    name = ("tls" if tls else "plain") + ("-deflate" if compression else "") + ("-other" if command else "")
     port_file = os.path.join(workdir, f"port-{name}")
     log_path = os.path.join(workdir, f"server-{name}.log")
-    command = [os.path.join(args.bin, "TestServer"), "--host", "127.0.0.1", "--port", "0", "--no-compression",
-               "--port-file", port_file] + (["--tls"] if tls else [])
+    if command is not None:
+        command = list(command) + ["--port-file", port_file]
+    else:
+        command = [os.path.join(args.bin, "TestServer"), "--host", "127.0.0.1", "--port", "0",
+                   "--port-file", port_file] + ([] if compression else ["--no-compression"]) + (["--tls"] if tls else [])
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     port = ca_file = None
@@ -490,6 +495,119 @@ def replace_scale_section(args):
     return 0
 
 
+# W9 (talking connections, compression on by default): N connections with the clients' default
+# settings, each sending a 1 KiB JSON text and reading its echo every W9_PERIOD seconds, W9_ROUNDS
+# rounds; against TestServer with compression (libwebsockets: 15-bit windows whatever is asked)
+# and against python websockets' server (12-bit windows, honoured). Targets (issue 39), for ours at
+# the larger N: RSS per connection after talking at most 24 KB against python websockets, 48 KB
+# against TestServer.
+W9_FIGURES = [("rss_per_conn_kb", "lower"), ("rss_per_conn_kb_idle", "lower"), ("wire_bytes_per_msg_out", "lower"),
+              ("wire_bytes_per_msg_in", "lower"), ("cpu_us_per_msg", "lower"), ("open_s", "lower")]
+W9_RSS_TARGETS = {"TestServer": 48, "python websockets": 24}
+W9_ROUNDS = 2
+W9_PERIOD = 10
+# Ours before issue 39 (default offer `client_max_window_bits`, memLevel 8, zlib's state held between
+# messages), measured with this W9 on 2026-11-27 (1,000 / 10,000 connections).
+W9_BEFORE = {
+    ("python websockets", 1000, "rss_per_conn_kb"): 113.1, ("python websockets", 1000, "rss_per_conn_kb_idle"): 11.0,
+    ("TestServer", 1000, "rss_per_conn_kb"): 113.3, ("TestServer", 1000, "rss_per_conn_kb_idle"): 10.7,
+    ("python websockets", 10000, "rss_per_conn_kb"): 111.5, ("python websockets", 10000, "rss_per_conn_kb_idle"): 10.0,
+    ("TestServer", 10000, "rss_per_conn_kb"): 111.5, ("TestServer", 10000, "rss_per_conn_kb_idle"): 9.8,
+    **{(server, n, "wire_bytes_per_msg_out"): 262.8 for server in ("python websockets", "TestServer") for n in (1000, 10000)},
+    **{("python websockets", n, "wire_bytes_per_msg_in"): 258.8 for n in (1000, 10000)},
+    **{("TestServer", n, "wire_bytes_per_msg_in"): 297.9 for n in (1000, 10000)},
+}
+
+
+def w9_clients(args):
+    """W9's clients: ours, raw C when wsbench-c has W9, python websockets when its client runs."""
+    clients = {"websocketstreams": [os.path.join(args.bin, "wsbench"), "--ping-interval", "0"]}
+    if args.w9_python:
+        clients["python-websockets"] = [args.w9_python, os.path.join(os.path.dirname(__file__), "peers", "websockets",
+                                                                     "wsbench_websockets.py")]
+    return clients
+
+
+def w9_section(args, workdir):
+    """W9 for every client against TestServer (compression on) and python websockets' server; markdown lines."""
+    servers = [("TestServer", None)]
+    if args.w9_python:
+        servers.append(("python websockets", [args.w9_python, os.path.join(os.path.dirname(__file__), "peers",
+                                                                           "websockets", "echo_server.py")]))
+    clients = w9_clients(args)
+    rows = []
+    for server_name, server_command in servers:
+        server = start_server(args, workdir, compression=True, command=server_command)
+        try:
+            for connections in (1000, args.w9_connections):
+                reports = {}
+                for client, command in clients.items():
+                    wait_for_time_wait_to_clear()
+                    command = command + ["--workload", "W9", "--url", f"ws://127.0.0.1:{server.port}/echo",
+                                         "--connections", str(connections), "--count", str(W9_ROUNDS),
+                                         "--period", str(W9_PERIOD), "--time-limit", str(W9_ROUNDS * W9_PERIOD + 240)]
+                    result = subprocess.run(command, capture_output=True, text=True,
+                                            timeout=W9_ROUNDS * W9_PERIOD + 300)
+                    line = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "{}"
+                    try:
+                        reports[client] = json.loads(line)
+                    except json.JSONDecodeError:
+                        reports[client] = {"ok": False, "error": result.stderr[-300:]}
+                    shown = {k: v for k, v in reports[client].items() if k not in ("client", "workload")}
+                    print(f"W9 {server_name} {connections} {client}: {json.dumps(shown)}", flush=True)
+                for key, _ in W9_FIGURES:
+                    cells = []
+                    for client in clients:
+                        report = reports[client]
+                        cells.append(fmt(report.get(key)) if report.get("ok") else "n/a")
+                    before = W9_BEFORE.get((server_name, connections, key))
+                    target = ""
+                    if key == "rss_per_conn_kb" and connections == args.w9_connections:
+                        ours = reports["websocketstreams"].get(key) if reports["websocketstreams"].get("ok") else None
+                        limit = W9_RSS_TARGETS[server_name]
+                        target = f"≤ {limit}" + ("" if ours is None else " ✓" if ours <= limit else " ✗")
+                    rows.append(f"| {server_name} | {connections:,} | `{key}` | " + " | ".join(cells)
+                                + f" | {fmt(before)} | {target} |")
+        finally:
+            server.stop()
+    names = {"websocketstreams": "ours", "python-websockets": "python websockets (client)", "raw-c": "raw C"}
+    return ["## Talking connections, compression on (W9)", "",
+            f"`wsbench --workload W9`: N connections with each client's default settings (compression offered), "
+            f"each sending a 1 KiB JSON text of the trade feed and reading its echo every {W9_PERIOD} s, "
+            f"{W9_ROUNDS} rounds, the connections spread evenly over the period; one run per client, against "
+            "TestServer with compression (libwebsockets compresses with 15-bit windows whatever is asked) and "
+            "python websockets' server (12-bit windows, memLevel 5, honoured). RSS per connection after the first "
+            "round (every connection has talked; `_idle`: before any message) minus the RSS before connecting; TCP "
+            "payload bytes per message each way (frame headers included; `TCP_INFO`); client CPU per message sent "
+            "and its echo read (one run: noisy). Ours runs without keep-alive pings (`--ping-interval 0`), as the "
+            "python client does. *Before*: ours before issue 39.", "",
+            "| Server | Connections | Figure | " + " | ".join(names.get(c, c) for c in clients) + " | ours before | target |",
+            "|---|---:|---|" + "---:|" * len(clients) + "---:|---|", *rows, ""]
+
+
+def replace_section(args, title, make_lines, how):
+    """Runs one section and writes it into --out in place of the one titled `title` (or at its end)."""
+    workdir = tempfile.mkdtemp(prefix="wsbench-")
+    try:
+        lines = make_lines(args, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    lines[2] += f" Run on its own (`{how}`), {datetime.date.today().isoformat()}, load average before: " \
+                + ", ".join(f"{load:.2f}" for load in os.getloadavg()) + "."
+    text = open(args.out).read() if os.path.exists(args.out) else ""
+    section = "\n".join(lines) + "\n"
+    start = text.find(title)
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
+    else:
+        text = text.rstrip() + "\n\n" + section
+    with open(args.out, "w") as out:
+        out.write(text)
+    print("\n".join(lines))
+    return 0
+
+
 # W8 (messages larger than memory): one message each way, sent and read in pieces through
 # /frame-echo; the targets are the messages issue's: peak RSS growth under 32 MiB, and at least
 # half of our W3 rate in the same run.
@@ -562,6 +680,12 @@ def main():
                         help="the larger W7 scale (the smaller is 1,000); 0 skips W7")
     parser.add_argument("--only-w7", action="store_true",
                         help="run W7 only, and put its section into --out in place of the one there (or at its end)")
+    parser.add_argument("--w9-connections", type=int, default=10000,
+                        help="the larger W9 scale (the smaller is 1,000); 0 skips W9")
+    parser.add_argument("--w9-python", default=None,
+                        help="a python with `websockets` installed: W9's second server and its python client")
+    parser.add_argument("--only-w9", action="store_true",
+                        help="run W9 only, and put its section into --out in place of the one there (or at its end)")
     parser.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True,
                         help="also run every workload over wss:// (default: on; --no-tls for ws:// only)")
     parser.add_argument("--peer", action="append", type=parse_peer, default=[], metavar="NAME=COMMAND",
@@ -571,6 +695,8 @@ def main():
     args.peers = dict(args.peer)
     if args.only_w7:
         return replace_scale_section(args)
+    if args.only_w9:
+        return replace_section(args, "## Talking connections, compression on (W9)", w9_section, "make bench-w9")
 
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="wsbench-")
@@ -604,6 +730,7 @@ def main():
         floor_ns = json.loads(floor.stdout.strip().splitlines()[-1]).get("ns_per_element") if floor.stdout.strip() else None
         profile_lines = [] if args.no_profile else profile(args, plain.port, workdir)
         scale_lines = scale_section(args, workdir) if args.w7_connections > 0 else []
+        talking_lines = w9_section(args, workdir) if args.w9_connections > 0 else []
     finally:
         for server in servers:
             server.stop()
@@ -689,6 +816,7 @@ def main():
                   "CPU time per wss:// run (user + system), medians:", "", *cpu_table(results, "wss", clients), ""]
     lines += streamed_lines
     lines += scale_lines
+    lines += talking_lines
     if profile_lines:
         lines += ["## Profiles", "", *profile_lines]
     if os.path.exists(args.analysis):

@@ -84,3 +84,43 @@ extension ProcessResources {
         return fputs("5", file) >= 0
     }
 }
+
+extension ProcessResources {
+    /// TCP payload bytes over every TCP socket this process has open: sent and acknowledged
+    /// (`tcpi_bytes_acked`, which also counts the SYN) and received (`tcpi_bytes_received`),
+    /// from Linux's `TCP_INFO`. Take two readings and subtract: what went over the wire
+    /// between them, frame headers included, TCP/IP headers not.
+    public static func tcpPayloadBytes() -> (sent: Int, received: Int) {
+        guard let directory = opendir("/proc/self/fd") else { return (0, 0) }
+        var descriptors: [Int32] = []
+        while let entry = readdir(directory) {
+            // Up to the name's NUL only: a record can end before d_name's 256 bytes do, at the
+            // end of the kernel's buffer (copying the whole field faulted there).
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 1) { String(cString: $0) }
+            }
+            if let descriptor = Int32(name) { descriptors.append(descriptor) }
+        }
+        closedir(directory)
+        var sent = 0
+        var received = 0
+        for descriptor in descriptors {
+            // struct tcp_info up to tcpi_bytes_received (a kernel ABI; offsets below).
+            var info = [UInt8](repeating: 0, count: 232)
+            var length = socklen_t(info.count)
+            let result = info.withUnsafeMutableBytes {
+                getsockopt(descriptor, Int32(IPPROTO_TCP), TCP_INFO, $0.baseAddress, &length)
+            }
+            guard result == 0, Int(length) >= bytesReceivedOffset + 8 else { continue }
+            info.withUnsafeBytes {
+                sent += Int(truncatingIfNeeded: $0.loadUnaligned(fromByteOffset: bytesAckedOffset, as: UInt64.self))
+                received += Int(truncatingIfNeeded: $0.loadUnaligned(fromByteOffset: bytesReceivedOffset, as: UInt64.self))
+            }
+        }
+        return (sent, received)
+    }
+
+    /// `offsetof(struct tcp_info, tcpi_bytes_acked)` and `tcpi_bytes_received` in `<linux/tcp.h>`.
+    private static let bytesAckedOffset = 120
+    private static let bytesReceivedOffset = 128
+}

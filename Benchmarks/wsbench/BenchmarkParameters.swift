@@ -16,6 +16,8 @@ struct BenchmarkParameters: Sendable {
     var runsOnLoop = false
     /// W7: how long the connections are held open.
     var hold: Duration = .seconds(45)
+    /// W9: how often each connection talks.
+    var period: Duration = .seconds(10)
     /// `--batches`: W4 and W6 read through `messageBatches`.
     var readsBatches = false
     /// `--json`: W2 sends a feed of distinct JSON texts instead of one repeated binary payload.

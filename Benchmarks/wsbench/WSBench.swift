@@ -28,6 +28,11 @@ struct WSBench: AsyncParsableCommand {
               W8  streamed: one --size message (default 1 GiB) sent in 64 KiB pieces
                   to /frame-echo while its echo is read in pieces (mb_per_s each way,
                   peak_rss_growth_mb)
+              W9  talking connections: open --connections (default 1,000) with default
+                  settings (compression on), then --count rounds (default 3): each
+                  connection sends a --size (1 KiB) JSON text and reads its echo once
+                  per --period seconds (default 10), spread evenly (rss_per_conn_kb
+                  after the first round, wire_bytes_per_msg_out/_in, cpu_us_per_msg)
               autobahn  echo every message with its type until the peer closes
                   (the Autobahn|Testsuite client contract)
               asyncstream  no network: the cost of one AsyncStream element, the
@@ -41,7 +46,7 @@ struct WSBench: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The workload: W1 to W8, autobahn, asyncstream or churn.")
+    @Option(help: "The workload: W1 to W9, autobahn, asyncstream or churn.")
     var workload: Workload
 
     @Option(help: "The server URL, e.g. ws://127.0.0.1:9001/echo (not used by asyncstream).")
@@ -65,8 +70,17 @@ struct WSBench: AsyncParsableCommand {
     @Flag(name: [.customLong("no-compress"), .customLong("no-compression")], help: "Do not offer permessage-deflate.")
     var noCompression = false
 
-    @Option(name: .customLong("client-max-window-bits"), help: ArgumentHelp("Offer client_max_window_bits=N (8-15).", valueName: "bits"))
+    @Option(name: .customLong("client-max-window-bits"), help: ArgumentHelp("Offer client_max_window_bits=N (8-15); 0 offers it without a value. Default: the SDK's.", valueName: "bits"))
     var clientMaxWindowBits: Int?
+
+    @Option(name: .customLong("server-max-window-bits"), help: ArgumentHelp("Offer server_max_window_bits=N (8-15).", valueName: "bits"))
+    var serverMaxWindowBits: Int?
+
+    @Option(name: .customLong("memory-level"), help: ArgumentHelp("zlib's memory level for compressing (1-9). Default: the SDK's.", valueName: "level"))
+    var memoryLevel: Int?
+
+    @Flag(name: .customLong("keep-compression-state"), help: "Keep zlib's state between messages (releasesMemoryWhenIdle = false).")
+    var keepsCompressionState = false
 
     @Flag(name: .customLong("client-no-context-takeover"), help: "Offer client_no_context_takeover.")
     var clientNoContextTakeover = false
@@ -82,6 +96,9 @@ struct WSBench: AsyncParsableCommand {
 
     @Option(help: "W7: seconds to hold the connections open (default 45).")
     var hold: Double?
+
+    @Option(help: "W9: seconds between one connection's messages (default 10).")
+    var period: Double?
 
     @Option(name: .customLong("ping-interval"), help: "Seconds between keep-alive pings (W7 default 20; others: the SDK's default, 20).")
     var pingInterval: Double?
@@ -99,6 +116,7 @@ struct WSBench: AsyncParsableCommand {
         if let inflight, inflight < 1 { throw ValidationError("--inflight must be at least 1") }
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         if let timeLimit, timeLimit <= 0 { throw ValidationError("--time-limit must be positive") }
+        if let period, period <= 0 { throw ValidationError("--period must be positive") }
     }
 
     func run() async throws {
@@ -114,7 +132,8 @@ struct WSBench: AsyncParsableCommand {
         ProcessResources.raiseDescriptorLimit()
         var parameters = makeParameters()
         parameters.runsOnLoop = executor == .loop
-        let limit = timeLimit ?? (workload == .autobahn ? nil : workload == .w7 ? (hold ?? 45) + 120 : 60)
+        let limit = timeLimit ?? (workload == .autobahn ? nil : workload == .w7 ? (hold ?? 45) + 120
+            : workload == .w9 ? Double(count ?? 3) * (period ?? 10) + 180 : 60)
         let timeLimit = limit.map { Duration.milliseconds(Int64($0 * 1000)) }
         var report: BenchmarkReport
         switch executor {
@@ -135,7 +154,12 @@ struct WSBench: AsyncParsableCommand {
         let count = count ?? workload.defaultCount
         var configuration = WebSocketConfiguration()
         configuration.compression = WebSocketCompression(isEnabled: !noCompression)
-        configuration.compression.clientMaxWindowBits = clientMaxWindowBits
+        if let clientMaxWindowBits {
+            configuration.compression.clientMaxWindowBits = clientMaxWindowBits == 0 ? nil : clientMaxWindowBits
+        }
+        if let serverMaxWindowBits { configuration.compression.serverMaxWindowBits = serverMaxWindowBits }
+        if let memoryLevel { configuration.compression.memoryLevel = memoryLevel }
+        if keepsCompressionState { configuration.compression.releasesMemoryWhenIdle = false }
         configuration.compression.clientNoContextTakeover = clientNoContextTakeover
         if let pingInterval {
             configuration.pingInterval = pingInterval > 0 ? .milliseconds(Int64(pingInterval * 1000)) : nil
@@ -147,11 +171,12 @@ struct WSBench: AsyncParsableCommand {
         return BenchmarkParameters(
             workload: workload, url: url ?? "", count: count,
             size: size ?? workload.defaultSize,
-            inflight: inflight ?? (workload == .w3 ? 1 : workload == .w5 || workload == .w7 ? 100 : 64),
+            inflight: inflight ?? (workload == .w3 ? 1 : [.w5, .w7, .w9].contains(workload) ? 100 : 64),
             connections: connections ?? workload.defaultConnections(count: count),
             configuration: configuration,
             group: loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") },
-            hold: .milliseconds(Int64((hold ?? 45) * 1000)), readsBatches: batches, sendsJSON: json,
+            hold: .milliseconds(Int64((hold ?? 45) * 1000)), period: .milliseconds(Int64((period ?? 10) * 1000)),
+            readsBatches: batches, sendsJSON: json,
             streamsMessages: stream)
     }
 
@@ -188,6 +213,7 @@ struct WSBench: AsyncParsableCommand {
         case .w5: await IdleConnectionsWorkload.run(parameters)
         case .w7: await ScaleWorkload.run(parameters)
         case .w8: await StreamedMessageWorkload.run(parameters)
+        case .w9: await TalkingConnectionsWorkload.run(parameters)
         case .autobahn: await AutobahnEchoClient.run(parameters)
         case .asyncstream: await AsyncStreamFloor.run(parameters)
         case .churn: await ChurnWorkload.run(parameters)

@@ -20,6 +20,10 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     /// Streamed: one message of `--size` (default 1 GiB) sent in pieces to `/frame-echo`
     /// while its echo is read in pieces; MB/s and the growth of peak RSS.
     case w8 = "W8"
+    /// Talking connections: `--connections` connections with default settings, each sending
+    /// a 1 KiB JSON text and reading its echo every `--period` seconds, `--count` rounds; RSS
+    /// per connection, wire bytes and CPU per message.
+    case w9 = "W9"
     /// The Autobahn|Testsuite echo client: echo every message with its type until closed.
     case autobahn
     /// No network: the cost of one `AsyncStream` element (the floor under `messages`).
@@ -38,6 +42,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w6: 2_000
         case .w7: 10_000
         case .w8: 1
+        case .w9: 3
         case .autobahn: 0
         case .asyncstream: 2_000_000
         case .churn: 1_000
@@ -52,6 +57,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w3: 4 * 1024 * 1024
         case .w4, .w6: 128
         case .w8: 1 << 30
+        case .w9: 1024
         case .w5, .w7, .autobahn, .asyncstream, .churn: 0
         }
     }
@@ -60,6 +66,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     func defaultConnections(count: Int) -> Int {
         switch self {
         case .w5, .w7: count
+        case .w9: 1_000
         case .w6: 100
         case .churn: 4
         default: 1

@@ -62,6 +62,23 @@ struct WSBenchSmokeTests {
         }
     }
 
+    @Test("W9 talking connections: every echo byte for byte, memory, wire bytes and CPU per message")
+    func talkingConnections() async throws {
+        try await withServer(compression: true) { server in
+            let report = try await runBench([
+                "--workload", "W9", "--url", server.url(path: "/echo"), "--connections", "5", "--count", "2",
+                "--period", "0.2",
+            ])
+            try expectComplete(
+                report, workload: "W9", count: 10,
+                figures: ["rss_per_conn_kb", "rss_per_conn_kb_idle", "wire_bytes_per_msg_out", "wire_bytes_per_msg_in",
+                          "cpu_us_per_msg"])
+            // Compressed by default: a 1 KiB JSON text takes well under its size on the wire.
+            let out = try #require(report["wire_bytes_per_msg_out"] as? Double)
+            #expect(out > 0 && out < 700, "\(out) bytes per message")
+        }
+    }
+
     @Test("W6 fan-in")
     func fanIn() async throws {
         try await withServer { server in
@@ -113,8 +130,8 @@ struct WSBenchSmokeTests {
 
     // MARK: - Support
 
-    private func withServer(_ body: (TestServer) async throws -> Void) async throws {
-        let server = try await TestServer.start(compression: false)
+    private func withServer(compression: Bool = false, _ body: (TestServer) async throws -> Void) async throws {
+        let server = try await TestServer.start(compression: compression)
         do {
             try await body(server)
         } catch {

@@ -364,10 +364,13 @@ struct PerMessageDeflateStreamTests {
 
 @Suite("permessage-deflate: negotiating the server's response (RFC 7692 section 7.1)")
 struct DeflateParametersTests {
-    @Test("the client's default offer leaves the client window to the server")
+    @Test("the client's default offer is a 12-bit client window; nil leaves the window to the server")
     func offer() {
         #expect(DeflateOffer().headerValue == "permessage-deflate; client_max_window_bits")
-        #expect(DeflateOffer(WebSocketCompression()).headerValue == "permessage-deflate; client_max_window_bits")
+        #expect(DeflateOffer(WebSocketCompression()).headerValue == "permessage-deflate; client_max_window_bits=12")
+        var compression = WebSocketCompression()
+        compression.clientMaxWindowBits = nil
+        #expect(DeflateOffer(compression).headerValue == "permessage-deflate; client_max_window_bits")
     }
 
     @Test("an offer carries every parameter the configuration sets")

@@ -91,6 +91,36 @@ struct MessageControlTests {
         }
     }
 
+    @Test("the default offer: a 12-bit client window, zlib's state released between messages, every echo byte for byte across idle pauses")
+    func defaultsReleaseBetweenMessages() async throws {
+        try await withTestServer { server in
+            var configuration = WebSocketConfiguration()
+            let offers = Offers()
+            configuration.wireEventObserver = { event in
+                if event.kind == .handshakeRequestSent, let head = event.httpHead { offers.record(head) }
+            }
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"), configuration: configuration)
+            let sent: String = offers.last
+            #expect(sent.contains("Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=12\r\n"),
+                    "the request was \(sent)")
+            var replies = connection.messages.makeAsyncIterator()
+            // 1 KiB texts, then texts longer than both windows (the server's is 32 KiB), then
+            // 1 KiB again: each refers back into the previous ones across the pauses.
+            var texts: [String] = []
+            for round in 0..<4 { texts.append("{\"round\":\(round),\"fill\":\"" + String(repeating: "abcdefgh\(round % 2)", count: 100) + "\"}") }
+            for round in 0..<2 { texts.append(String(repeating: "long message \(round), refers back. ", count: 1500)) }
+            texts += texts.prefix(4)
+            for text in texts {
+                try await connection.send(.text(text))
+                #expect(await replies.next() == .text(text))
+                // The write went out alone: nothing of zlib's state stays, only the window.
+                let kept = connection.connection.writeSide.state.withLock { $0.frames.holdsCompressorMemory }
+                #expect(kept == false)
+            }
+            await connection.close()
+        }
+    }
+
     @Test("a server answering what RFC 7692 does not allow fails the connection with the rule it broke", arguments: [
         ("permessage-deflate; client_max_window_bits=9; client_max_window_bits=9", "duplicate parameter 'client_max_window_bits'"),
         ("permessage-deflate; client_max_window_bits=9; server_max_window_bits=10; mystery", "unknown parameter 'mystery'"),

@@ -34,8 +34,9 @@ package struct DeflateOffer: Sendable, Hashable {
     ///   `client_max_window_bits=15` to an offer of 9) cannot make the server's decoding fail
     ///   when this side keeps to the smaller one;
     /// - `server_max_window_bits` and `server_no_context_takeover` are taken as answered,
-    ///   asked for or not, larger or not: this client decodes with a 15-bit window and
-    ///   follows the server's context takeover (libwebsockets ignores the window asked for);
+    ///   asked for or not, larger or not: this client decodes with the window answered (15
+    ///   bits when none was; libwebsockets answers none whatever was asked) and follows the
+    ///   server's context takeover;
     /// - `client_no_context_takeover` offered holds whether or not the server repeats it.
     package func settle(_ answer: DeflateParameters) -> DeflateParameters {
         var settled = answer

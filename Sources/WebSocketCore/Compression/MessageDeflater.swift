@@ -11,6 +11,13 @@ import CZlib
 /// zlib cannot produce raw deflate with an 8-bit window, so when the server demands
 /// `client_max_window_bits=8` no deflater exists (see ``canCompress(with:)``) and every
 /// message goes out uncompressed with RSV1 clear, which RFC 7692 section 6 allows.
+///
+/// With context takeover, the only context that matters to the next message is the last
+/// 2^windowBits bytes of input. When `releasesWhenIdle` (the default), a message after which
+/// nothing more is queued saves that window (`deflateGetDictionary`: at most the bytes the
+/// connection sent) and frees zlib's state; the next message re-creates it and primes it with
+/// the window (`deflateSetDictionary`), so the bytes on the wire are those of a stream held
+/// throughout, and an idle connection holds only the window it saw.
 // @unchecked: used by one thread at a time, the holder of its connection's write-side lock
 // (``WriteSide``), which owns the frame writer it belongs to.
 package final class MessageDeflater: @unchecked Sendable {
@@ -31,6 +38,12 @@ package final class MessageDeflater: @unchecked Sendable {
     private let stream: UnsafeMutablePointer<z_stream>
     /// Whether `deflateInit2` has run and `deflateEnd` is owed.
     private var isStreamActive = false
+    /// With context takeover, while zlib's state is released: the last bytes of input (at
+    /// most the window), which prime the next message's stream. Empty otherwise.
+    private var savedWindow: [UInt8] = []
+    /// Whether zlib's state is released when no more messages are queued (context takeover
+    /// keeps its window in ``savedWindow`` meanwhile).
+    private let releasesWhenIdle: Bool
     /// Whether the window is emptied after each message (`client_no_context_takeover`).
     /// zlib's buffers are then freed between messages, as nothing of them carries over;
     /// otherwise they are kept from the first compressed message on.
@@ -46,10 +59,14 @@ package final class MessageDeflater: @unchecked Sendable {
     }
 
     /// A raw deflate stream with `clientMaxWindowBits` and `clientNoContextTakeover` from
-    /// `parameters`, at compression `level` (0...9) and `memoryLevel` (1...9).
+    /// `parameters`, at compression `level` (0...9) and `memoryLevel` (1...9). With
+    /// `releasesWhenIdle`, zlib's state is freed whenever no more messages are queued, and
+    /// with context takeover the window is kept and restored (see the type's discussion).
     ///
     /// - Throws: ``Failure`` when ``canCompress(with:)`` is `false`.
-    package init(parameters: DeflateParameters, level: Int = 6, memoryLevel: Int = 8) throws(Failure) {
+    package init(
+        parameters: DeflateParameters, level: Int = 6, memoryLevel: Int = 5, releasesWhenIdle: Bool = true
+    ) throws(Failure) {
         guard Self.canCompress(with: parameters) else {
             throw Failure(description: "zlib cannot compress with a \(parameters.clientMaxWindowBits)-bit window")
         }
@@ -57,10 +74,12 @@ package final class MessageDeflater: @unchecked Sendable {
         windowBits = Int32(parameters.clientMaxWindowBits)
         self.level = Int32(level)
         self.memoryLevel = Int32(memoryLevel)
+        self.releasesWhenIdle = releasesWhenIdle
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        // zlib's buffers (about 300 KiB with a 15-bit window) are allocated by the first
-        // message that is compressed: a connection that never sends one never pays for them.
+        // zlib's buffers (38 KiB with a 12-bit window and memory level 5, 262 KiB with 15 and
+        // 8) are allocated by the first message that is compressed: a connection that never
+        // sends one never pays for them.
     }
 
     deinit {
@@ -72,7 +91,11 @@ package final class MessageDeflater: @unchecked Sendable {
     /// Whether zlib's buffers are allocated now (tests of the memory kept between messages).
     package var holdsCompressorMemory: Bool { isStreamActive }
 
-    /// Allocates zlib's state; returns why it could not.
+    /// The bytes kept while zlib's state is released: the window of a connection with context
+    /// takeover (tests of the memory kept between messages).
+    package var savedWindowByteCount: Int { savedWindow.count }
+
+    /// Allocates zlib's state, primed with the saved window if there is one; returns why it could not.
     private func startStream() -> Failure? {
         let status = deflateInit2_(
             stream, level, Z_DEFLATED, -windowBits, memoryLevel, Z_DEFAULT_STRATEGY,
@@ -80,16 +103,43 @@ package final class MessageDeflater: @unchecked Sendable {
         )
         guard status == Z_OK else { return Failure(description: "zlib could not start a deflate stream (status \(status))") }
         isStreamActive = true
+        if !savedWindow.isEmpty {
+            let primed = savedWindow.withUnsafeBufferPointer {
+                deflateSetDictionary(stream, $0.baseAddress, UInt32($0.count))
+            }
+            guard primed == Z_OK else { return Failure(description: "zlib could not restore the window (status \(primed))") }
+            savedWindow = []
+        }
         return nil
+    }
+
+    /// Keeps the window (the last bytes of input, at most 2^windowBits) and frees zlib's state.
+    /// Only between messages: a sync flush left nothing pending, so the window is exactly the
+    /// last bytes the peer's decompressor has seen.
+    private func releaseKeepingWindow() {
+        var length: UInt32 = 0
+        guard deflateGetDictionary(stream, nil, &length) == Z_OK else { return }
+        savedWindow = [UInt8](unsafeUninitializedCapacity: Int(length)) { buffer, count in
+            var copied = length
+            count = deflateGetDictionary(stream, buffer.baseAddress, &copied) == Z_OK ? Int(copied) : 0
+        }
+        // Had the copy failed, the stream could not be restored: keep it instead.
+        guard savedWindow.count == Int(length) else {
+            savedWindow = []
+            return
+        }
+        deflateEnd(stream)
+        isStreamActive = false
     }
 
     /// Compresses one whole message and appends the frame payload to `output` (whatever
     /// `output` already holds stays). An empty message becomes the single octet `00`
     /// (RFC 7692 section 7.2.3.6).
     ///
-    /// Without context takeover the window is emptied after the message; `moreFollow` keeps
-    /// zlib's buffers for the next message (a burst pays no allocation per message), else
-    /// they are freed.
+    /// Without context takeover the window is emptied after the message. `moreFollow` keeps
+    /// zlib's buffers for the next message (a burst pays no allocation per message); else they
+    /// are freed, without context takeover always, with it when releasing while idle (the
+    /// window is saved first).
     package func compress(_ input: UnsafeRawBufferPointer, into output: inout [UInt8], moreFollow: Bool = false) {
         guard let base = input.baseAddress, !input.isEmpty else {
             // An empty stored block's header; zlib would emit nothing for a flush without
@@ -124,6 +174,8 @@ package final class MessageDeflater: @unchecked Sendable {
                 deflateEnd(stream)
                 isStreamActive = false
             }
+        } else if releasesWhenIdle && !moreFollow {
+            releaseKeepingWindow()
         }
     }
 

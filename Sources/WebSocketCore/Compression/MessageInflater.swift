@@ -10,11 +10,18 @@ import CZlib
 /// inflates to gigabytes (a "deflate bomb") stops with ``InflateOutcome/tooLarge`` having
 /// allocated about `limit` bytes at most.
 ///
-/// Decoding always uses a 32 KiB window. A raw inflate stream with the largest window reads
-/// anything compressed with a smaller one, and zlib-based servers that agree to
-/// `server_max_window_bits=8` really compress with 9 bits (zlib has no 8-bit raw deflate),
-/// so a tighter window would only turn such servers away. With `server_no_context_takeover`
-/// the stream is reset after every message.
+/// Decoding uses the window the server answered with `server_max_window_bits` (15 bits, 32 KiB,
+/// when it answered none, as libwebsockets does whatever was asked), but never less than 9
+/// bits: zlib-based servers that agree to `server_max_window_bits=8` really compress with 9
+/// (zlib has no 8-bit raw deflate). With `server_no_context_takeover` the stream is reset after
+/// every message.
+///
+/// zlib's state (about 7 KiB, plus the window once output arrives) is freed whenever a read is
+/// used up between messages (``pausedBetweenMessages()``). With context takeover the window is
+/// the context: when `releasesWhenIdle` (the default) it is saved first
+/// (`inflateGetDictionary`: at most the bytes the connection received, capped at the window)
+/// and primes the next message's stream (`inflateSetDictionary`), so an idle connection holds
+/// only the window it saw; otherwise the state stays.
 ///
 /// After ``InflateOutcome/tooLarge`` or ``InflateOutcome/corrupt(_:)`` the inflater refuses
 /// all further input (the connection fails anyway).
@@ -26,8 +33,6 @@ package final class MessageInflater: MessageDecompressor {
     /// The 4 octets a sender strips from the end of every compressed message (the end of
     /// an empty stored block) and a receiver appends before decompressing (RFC 7692 7.2.2).
     private static let messageTail: [UInt8] = [0x00, 0x00, 0xFF, 0xFF]
-    /// The LZ77 window inflate keeps, in bits (see the type's discussion).
-    private static let windowBits: Int32 = 15
     /// Output space given to zlib at most per call.
     private static let largestStep = 64 * 1024
     /// Zeros to extend the output with before zlib overwrites them: appending a slice of
@@ -42,6 +47,14 @@ package final class MessageInflater: MessageDecompressor {
     private var isStreamInitialized = false
     /// Whether the server resets its window after each message (`server_no_context_takeover`).
     private let resetsAfterEachMessage: Bool
+    /// The LZ77 window inflate keeps, in bits (see the type's discussion).
+    private let windowBits: Int32
+    /// Whether zlib's state is freed between reads even with context takeover (the window
+    /// kept in ``savedWindow`` meanwhile).
+    private let releasesWhenIdle: Bool
+    /// With context takeover, while zlib's state is released: the last bytes the server's
+    /// messages inflated to (at most the window), which prime the next message's stream.
+    private var savedWindow: [UInt8] = []
     /// Set once the inflater failed; every later call reports it.
     private var failure: String?
     /// Whether compressed bytes arrived since the message began or a final block ended the
@@ -49,25 +62,40 @@ package final class MessageInflater: MessageDecompressor {
     private var hasInputSinceBoundary = false
 
     /// A raw inflate stream for the server's messages under `parameters`
-    /// (`serverNoContextTakeover` decides whether the window survives between messages).
-    package init(parameters: DeflateParameters) {
+    /// (`serverNoContextTakeover` decides whether the window survives between messages,
+    /// `serverMaxWindowBits` its size). zlib's state is allocated by the first compressed
+    /// message; with `releasesWhenIdle` it is freed whenever a read is used up between
+    /// messages, context takeover or not.
+    package init(parameters: DeflateParameters, releasesWhenIdle: Bool = true) {
         resetsAfterEachMessage = parameters.serverNoContextTakeover
+        windowBits = Int32(max(9, min(15, parameters.serverMaxWindowBits)))
+        self.releasesWhenIdle = releasesWhenIdle
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        if !resetsAfterEachMessage { startStream() }
     }
 
-    /// Allocates zlib's state; on failure, every later call reports it.
+    /// Allocates zlib's state, primed with the saved window if there is one; on failure,
+    /// every later call reports it.
     private func startStream() {
-        let status = inflateInit2_(stream, -Self.windowBits, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        let status = inflateInit2_(stream, -windowBits, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         isStreamInitialized = status == Z_OK
         if !isStreamInitialized {
             failure = "zlib could not start an inflate stream (status \(status))"
+            return
+        }
+        if !savedWindow.isEmpty {
+            let primed = savedWindow.withUnsafeBufferPointer { inflateSetDictionary(stream, $0.baseAddress, UInt32($0.count)) }
+            if primed != Z_OK { failure = "zlib could not restore the window (status \(primed))" }
+            savedWindow = []
         }
     }
 
     /// Whether zlib's buffers are allocated now (tests of the memory kept between messages).
     package var holdsDecompressorMemory: Bool { isStreamInitialized }
+
+    /// The bytes kept while zlib's state is released: the window of a connection with context
+    /// takeover (tests of the memory kept between messages).
+    package var savedWindowByteCount: Int { savedWindow.count }
 
     deinit {
         if isStreamInitialized { inflateEnd(stream) }
@@ -119,9 +147,24 @@ package final class MessageInflater: MessageDecompressor {
 
     /// The bytes read so far are used up and no message is in progress: without context
     /// takeover nothing needs the window until the next message, so zlib's memory is freed
-    /// (an idle connection holds none); with it the window is the context, and stays.
+    /// (an idle connection holds none); with it the window is the context: saved and the
+    /// memory freed when releasing while idle, else kept.
     package func pausedBetweenMessages() {
-        guard resetsAfterEachMessage, isStreamInitialized, !hasInputSinceBoundary else { return }
+        guard isStreamInitialized, !hasInputSinceBoundary, failure == nil else { return }
+        if !resetsAfterEachMessage {
+            guard releasesWhenIdle else { return }
+            var length: UInt32 = 0
+            guard inflateGetDictionary(stream, nil, &length) == Z_OK else { return }
+            savedWindow = [UInt8](unsafeUninitializedCapacity: Int(length)) { buffer, count in
+                var copied = length
+                count = inflateGetDictionary(stream, buffer.baseAddress, &copied) == Z_OK ? Int(copied) : 0
+            }
+            // Had the copy failed, the stream could not be restored: keep it instead.
+            guard savedWindow.count == Int(length) else {
+                savedWindow = []
+                return
+            }
+        }
         inflateEnd(stream)
         isStreamInitialized = false
     }
@@ -212,10 +255,10 @@ package final class MessageInflater: MessageDecompressor {
         }
     }
 
-    /// Resets the stream after a final block but keeps the last 32 KiB of output as the
-    /// window, so the sender's context takeover still works. Returns a reason on failure.
+    /// Resets the stream after a final block but keeps the last window of output, so the
+    /// sender's context takeover still works. Returns a reason on failure.
     private func restartKeepingWindow() -> String? {
-        var window = [UInt8](repeating: 0, count: 1 << Int(Self.windowBits))
+        var window = [UInt8](repeating: 0, count: 1 << Int(windowBits))
         var length: UInt32 = 0
         let kept = window.withUnsafeMutableBufferPointer { inflateGetDictionary(stream, $0.baseAddress, &length) }
         guard kept == Z_OK, inflateReset(stream) == Z_OK else { return "zlib could not restart after a final block" }

@@ -192,10 +192,11 @@ extension ClientTransport {
             let compression = configuration.compression
             do {
                 let parameters = try DeflateParameters(negotiating: extensions, offer: DeflateOffer(compression))
-                inflater = MessageInflater(parameters: parameters)
+                inflater = MessageInflater(parameters: parameters, releasesWhenIdle: compression.releasesMemoryWhenIdle)
                 if MessageDeflater.canCompress(with: parameters) {
                     let deflater = try? MessageDeflater(
-                        parameters: parameters, level: compression.level, memoryLevel: compression.memoryLevel)
+                        parameters: parameters, level: compression.level, memoryLevel: compression.memoryLevel,
+                        releasesWhenIdle: compression.releasesMemoryWhenIdle)
                     frames = FrameWriter(deflater: deflater, threshold: compression.threshold)
                 }
             } catch {

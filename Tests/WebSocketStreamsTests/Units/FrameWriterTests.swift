@@ -404,12 +404,17 @@ struct FrameWriterTests {
         #expect(second == output)  // the same bytes: nothing of the first message was kept
         #expect(!deflater.holdsCompressorMemory)
 
-        // With context takeover the buffers come with the first message and stay.
-        let keeping = try MessageDeflater(parameters: DeflateParameters())
+        // With context takeover the buffers come with the first message; they stay when
+        // holding (releasesWhenIdle: false), else only the window does.
+        let keeping = try MessageDeflater(parameters: DeflateParameters(), releasesWhenIdle: false)
         #expect(!keeping.holdsCompressorMemory)
         output.removeAll()
         text.withUnsafeBytes { keeping.compress($0, into: &output) }
         #expect(keeping.holdsCompressorMemory)
+        let releasing = try MessageDeflater(parameters: DeflateParameters())
+        text.withUnsafeBytes { releasing.compress($0, into: &output) }
+        #expect(!releasing.holdsCompressorMemory)
+        #expect(releasing.savedWindowByteCount == text.count)
     }
 
     @Test("a pong flood past the limit drops the oldest pongs; pings stay")
