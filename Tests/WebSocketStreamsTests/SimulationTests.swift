@@ -1,20 +1,42 @@
+import Dispatch
 import Testing
 @testable import WebSocketStreams
 import WebSocketSimulation
 
-/// The deterministic simulator in the suite: 20,000 schedules (four shards of 5,000 that
-/// Swift Testing runs side by side), each checking every invariant after every step.
+/// The deterministic simulator in the suite: 20,000 schedules (four shards of 5,000), each
+/// checking every invariant after every step.
+///
+/// The shards run one after another on a thread of their own, never on the cooperative
+/// pool: a loop of CPU-bound seconds there holds one of its threads (two on a 2-core
+/// machine), and every other suite's awaits, timers and continuations wait behind it.
 @Suite("Deterministic simulation of the client against a simulated peer and network")
 struct SimulationTests {
-    @Test("20,000 seeded schedules hold every invariant", arguments: 0..<4)
-    func schedules(shard: Int) {
-        var tally = InvariantTally()
-        for index in 0..<5_000 {
-            let seed = UInt64(1 + shard * 5_000 + index)
-            if let failure = SimulationRunner.run(seed: seed, tally: &tally) {
-                Issue.record("\(failure)")
-                return
+    /// Where the shards run: one serial queue, so the simulation takes at most one core.
+    private static let simulationQueue = DispatchQueue(label: "SimulationTests")
+
+    /// Runs `seeds` on ``simulationQueue``; the first failure's description, and the tally.
+    private static func run(_ seeds: Range<UInt64>) async -> (failure: String?, tally: InvariantTally) {
+        await withCheckedContinuation { continuation in
+            simulationQueue.async {
+                var tally = InvariantTally()
+                for seed in seeds {
+                    if let failure = SimulationRunner.run(seed: seed, tally: &tally) {
+                        continuation.resume(returning: ("\(failure)", tally))
+                        return
+                    }
+                }
+                continuation.resume(returning: (nil, tally))
             }
+        }
+    }
+
+    @Test("20,000 seeded schedules hold every invariant", arguments: 0..<4)
+    func schedules(shard: Int) async {
+        let first = UInt64(1 + shard * 5_000)
+        let (failure, tally) = await Self.run(first..<first + 5_000)
+        if let failure {
+            Issue.record("\(failure)")
+            return
         }
         #expect(tally.steps >= 5_000 * SimulationRunner.scheduleLength)
         for invariant in Invariant.allCases where invariant != .brokenRuleFailsConnection {
