@@ -26,6 +26,9 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     case asyncstream
     /// `--count` connect / echo / close cycles; descriptors and memory before and after.
     case churn
+    /// No WebSocket: W1's hand-off from a reading thread to a task on the default executor,
+    /// over a loopback socket to an echo thread (the floor under W1 on that executor).
+    case handoff
 
     /// Messages (W5: connections) when `--count` is not given.
     var defaultCount: Int {
@@ -41,6 +44,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .autobahn: 0
         case .asyncstream: 2_000_000
         case .churn: 1_000
+        case .handoff: 20_000
         }
     }
 
@@ -53,6 +57,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w4, .w6: 128
         case .w8: 1 << 30
         case .w5, .w7, .autobahn, .asyncstream, .churn: 0
+        case .handoff: 32
         }
     }
 

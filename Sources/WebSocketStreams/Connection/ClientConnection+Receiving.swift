@@ -13,6 +13,7 @@ extension ClientConnection {
     /// message already buffered costs no status-record bookkeeping.
     nonisolated(nonsending)
     func next(batchInto batch: inout Deque<WebSocketMessage>, batching: Bool = true) async -> WebSocketMessage? {
+        let generation = consumerPollNanoseconds > 0 ? receivedGeneration.load(ordering: .acquiring) : 0
         switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
@@ -21,6 +22,10 @@ extension ClientConnection {
             return nil
         case .wait:
             break
+        }
+        if consumerPollNanoseconds > 0,
+           let taken = pollForMessage(batchInto: &batch, batching: batching, after: generation) {
+            return taken
         }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
@@ -35,6 +40,36 @@ extension ClientConnection {
         } onCancel: {
             consumerCancelled()
         }
+    }
+
+    /// Latency mode, off the loop thread: looks for the next message for at most
+    /// ``consumerPollNanoseconds`` before the caller parks, so a message that comes meanwhile
+    /// reaches this task without a thread wake-up (the loop resuming a parked task wakes a
+    /// pool thread). The machine's lock is taken only when the loop has handed it messages
+    /// since `generation` (``receivedGeneration``). `nil` when nothing came in time: park.
+    private func pollForMessage(
+        batchInto batch: inout Deque<WebSocketMessage>, batching: Bool, after generation: UInt
+    ) -> WebSocketMessage?? {
+        // On the loop thread (a task that prefers the loop) polling would stall the loop.
+        guard !loopThread.isCurrent else { return nil }
+        var seen = generation
+        let deadline = DirectWriter.monotonicNanoseconds() &+ Int(consumerPollNanoseconds)
+        repeat {
+            let now = receivedGeneration.load(ordering: .acquiring)
+            if now != seen {
+                seen = now
+                switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
+                case .message(let message, let wake):
+                    if wake { self.wake() }
+                    return .some(message)
+                case .finished:
+                    return .some(nil)
+                case .wait:
+                    break
+                }
+            }
+        } while DirectWriter.monotonicNanoseconds() < deadline
+        return nil
     }
 
     /// The next received message, one at a time (for consumers without their own buffer).
@@ -55,6 +90,7 @@ extension ClientConnection {
         defer { machine.withLock { $0.releaseReading(by: id) } }
         try Task.checkCancellation()
         var unused = Deque<WebSocketMessage>()
+        let generation = consumerPollNanoseconds > 0 ? receivedGeneration.load(ordering: .acquiring) : 0
         switch machine.withLock({ $0.next(batchInto: &unused, batching: false) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
@@ -63,6 +99,10 @@ extension ClientConnection {
             throw machine.withLock { $0.closedError }
         case .wait:
             break
+        }
+        if consumerPollNanoseconds > 0, let taken = pollForMessage(batchInto: &unused, batching: false, after: generation) {
+            if let taken { return taken }
+            throw machine.withLock { $0.closedError }
         }
         let message = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in

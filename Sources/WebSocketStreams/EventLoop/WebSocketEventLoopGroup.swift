@@ -43,8 +43,27 @@ public final class WebSocketEventLoopGroup: Sendable {
     ///   - name: The loops' thread names get `-1`, `-2`, ... appended.
     ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
     public init(loopCount: Int = WebSocketEventLoopGroup.defaultLoopCount, name: String = "ws-loop", logger: Logger? = nil) {
+        self.init(loopCount: loopCount, name: name, logger: logger, configuration: WebSocketEventLoop.Configuration())
+    }
+
+    /// Creates `loopCount` loops that all wait as `configuration` says, e.g. in latency mode
+    /// (``WebSocketEventLoop/Configuration/lowLatency(busyPolling:)``). Each loop in latency
+    /// mode may keep one core busy while its connections are active: give a latency-mode
+    /// group fewer loops than the machine has cores.
+    ///
+    /// - Parameters:
+    ///   - loopCount: How many loops; ``defaultLoopCount`` by default.
+    ///   - name: The loops' thread names get `-1`, `-2`, ... appended.
+    ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
+    ///   - configuration: How every loop of the group waits; see ``WebSocketEventLoop/Configuration``.
+    public init(
+        loopCount: Int = WebSocketEventLoopGroup.defaultLoopCount, name: String = "ws-loop", logger: Logger? = nil,
+        configuration: WebSocketEventLoop.Configuration
+    ) {
         let count = max(1, loopCount)
-        loops = (1...count).map { WebSocketEventLoop(name: count == 1 ? name : "\(name)-\($0)", logger: logger) }
+        loops = (1...count).map {
+            WebSocketEventLoop(name: count == 1 ? name : "\(name)-\($0)", logger: logger, configuration: configuration)
+        }
     }
 
     private init(first: WebSocketEventLoop, loopCount: Int, name: String) {

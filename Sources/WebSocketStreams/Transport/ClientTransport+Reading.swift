@@ -1,3 +1,4 @@
+import Synchronization
 import SynchronizationSupport
 import Logging
 
@@ -149,6 +150,8 @@ extension ClientTransport {
             $0.receive(contentsOf: reader.incoming, deliveries: &deliveries, now: .now)
         }
         reader.incoming.removeAll(keepingCapacity: reader.incoming.count <= 1024)
+        // Latency mode: a consumer that polls instead of parking sees this.
+        if connection.consumerPollNanoseconds > 0 { connection.receivedGeneration.add(1, ordering: .releasing) }
         for (consumer, message) in deliveries { loop.deliverAfterTurn(consumer, message) }
         deliveries.removeAll(keepingCapacity: true)
         swap(&deliveries, &reader.deliveries)
