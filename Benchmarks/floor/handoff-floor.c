@@ -8,7 +8,7 @@
  * The client is one of:
  *   direct    one thread: send(), then block in recv() until the echo is in (raw lws C's shape:
  *             one wake-up per round trip on the client).
- *   handoff   an I/O thread blocks in epoll_wait() and reads the echo, then hands the 32 bytes
+ *   handoff   an I/O thread blocks in epoll_wait() (the Swift floor: poll()) and reads the echo, then hands the 32 bytes
  *             to a consumer thread that sleeps on a condition variable (a futex: what a
  *             continuation resumed onto Swift's default executor wakes), which sends the next
  *             message itself (our direct write) and sleeps again: two wake-ups per round trip

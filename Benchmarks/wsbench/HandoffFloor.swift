@@ -7,7 +7,7 @@ import Synchronization
 /// reads the socket to the task that sends the next request, and nothing else.
 ///
 /// An echo thread stands in for the server (blocking `recv`, then `send`). An I/O thread (a
-/// plain pthread, as a loop thread is) blocks in `epoll_wait` on the client socket, reads the
+/// plain pthread, as a loop thread is) blocks in `poll` on the client socket, reads the
 /// echo and resumes the task's continuation, as the loop does after a pass. The task (on the
 /// default executor unless `--executor loop`, which this workload ignores) sends the next
 /// request with `send(2)` on its own thread, as a direct write does, and parks again.
@@ -40,14 +40,10 @@ enum HandoffFloor {
         }
         let handoff = Handoff(client: client, count: count)
         let ioThread = startThread {
-            let poller = epoll_create1(0)
-            var event = epoll_event()
-            event.events = EPOLLIN.rawValue
-            event.data.fd = handoff.client
-            epoll_ctl(poller, EPOLL_CTL_ADD, handoff.client, &event)
+            var ready = pollfd(fd: handoff.client, events: Int16(POLLIN), revents: 0)
             var buffer = [UInt8](repeating: 0, count: 32)
             for _ in 0..<handoff.count {
-                while epoll_wait(poller, &event, 1, -1) != 1 {}
+                while poll(&ready, 1, -1) != 1 {}
                 guard readExactly(handoff.client, &buffer) else { break }
                 let waiter: UnsafeContinuation<Void, Never>? = handoff.state.withLock { state in
                     state.delivered += 1
@@ -57,7 +53,6 @@ enum HandoffFloor {
                 }
                 waiter?.resume()
             }
-            close(poller)
         }
         let request = [UInt8](repeating: UInt8(ascii: "x"), count: 32)
         var roundTrips: [Double] = []

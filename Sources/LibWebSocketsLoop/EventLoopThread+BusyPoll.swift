@@ -3,6 +3,9 @@ import Glibc
 import SynchronizationSupport
 
 extension EventLoopThread {
+    static let experimentYield = getenv("WSS_POLL_YIELD") != nil
+    static let experimentNoLoopPoll = getenv("WSS_NO_LOOP_POLL") != nil
+
     /// Latency mode: instead of sleeping in the kernel as soon as nothing is queued, the loop
     /// keeps making non-blocking passes over its sockets (`epoll_wait` with a zero timeout
     /// under libev, `lws_service` without waiting on poll) and looking at its inbox, for at
@@ -42,6 +45,7 @@ extension EventLoopThread {
             }
             if queued || didSomething { return true }
             if last { return false }
+            if Self.experimentYield { sched_yield() }
         }
     }
 }

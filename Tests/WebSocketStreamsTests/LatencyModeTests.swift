@@ -1,3 +1,5 @@
+import FoundationEssentials
+import Synchronization
 import Testing
 @testable import LibWebSocketsLoop
 @testable import WebSocketStreams
@@ -64,8 +66,8 @@ struct LatencyModeTests {
                 #expect(await messages.next() == .text("message \(index)"))
             }
             // A burst: several messages queued at once, then read back in order.
-            for index in 0..<50 { try await connection.send(.binary([UInt8(index)])) }
-            for index in 0..<50 { #expect(await messages.next() == .binary([UInt8(index)])) }
+            for index in 0..<50 { try await connection.send(.binary(Data([UInt8(index)]))) }
+            for index in 0..<50 { #expect(await messages.next() == .binary(Data([UInt8(index)]))) }
             _ = try await connection.ping()
             await connection.close()
             #expect(connection.closeCode == .normalClosure)

@@ -1,4 +1,6 @@
 import DequeModule
+import Glibc
+import LibWebSocketsLoop
 import Synchronization
 import SynchronizationSupport
 
@@ -51,7 +53,7 @@ extension ClientConnection {
         batchInto batch: inout Deque<WebSocketMessage>, batching: Bool, after generation: UInt
     ) -> WebSocketMessage?? {
         // On the loop thread (a task that prefers the loop) polling would stall the loop.
-        guard !loopThread.isCurrent else { return nil }
+        guard !loopThread.isCurrent, !ClientConnection.experimentNoConsumerPoll else { return nil }
         var seen = generation
         let deadline = DirectWriter.monotonicNanoseconds() &+ Int(consumerPollNanoseconds)
         repeat {
@@ -68,9 +70,13 @@ extension ClientConnection {
                     break
                 }
             }
+            if ClientConnection.experimentYield { sched_yield() }
         } while DirectWriter.monotonicNanoseconds() < deadline
         return nil
     }
+
+    static let experimentYield = getenv("WSS_POLL_YIELD") != nil
+    static let experimentNoConsumerPoll = getenv("WSS_NO_CONSUMER_POLL") != nil
 
     /// The next received message, one at a time (for consumers without their own buffer).
     nonisolated(nonsending)

@@ -69,7 +69,9 @@ public final class WebSocketEventLoop: Sendable {
     ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
     ///   `nil` (the default) drops them.
     public init(name: String = "ws-loop", logger: Logger? = nil) {
-        self.init(name: name, logger: logger, configuration: Configuration())
+        configuration = Configuration()
+        connections = LoopConnections(logger: logger ?? .silent)
+        thread = Self.makeThread(name: name, connections: connections, configuration: configuration)
     }
 
     /// Creates a loop that waits as `configuration` says, e.g. in latency mode
@@ -84,8 +86,12 @@ public final class WebSocketEventLoop: Sendable {
     public init(name: String = "ws-loop", logger: Logger? = nil, configuration: Configuration) {
         self.configuration = configuration
         connections = LoopConnections(logger: logger ?? .silent)
+        thread = Self.makeThread(name: name, connections: connections, configuration: configuration)
+    }
+
+    private static func makeThread(name: String, connections: LoopConnections, configuration: Configuration) -> EventLoopThread {
         // epoll under lws: waits and timers that cost the same at 15,000 connections as at 10.
-        thread = EventLoopThread(
+        EventLoopThread(
             name: name, delegate: connections, backend: .chosen(preferring: .libev),
             busyPollBudget: configuration.busyPollDuration)
     }

@@ -43,7 +43,8 @@ public final class WebSocketEventLoopGroup: Sendable {
     ///   - name: The loops' thread names get `-1`, `-2`, ... appended.
     ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
     public init(loopCount: Int = WebSocketEventLoopGroup.defaultLoopCount, name: String = "ws-loop", logger: Logger? = nil) {
-        self.init(loopCount: loopCount, name: name, logger: logger, configuration: WebSocketEventLoop.Configuration())
+        let count = max(1, loopCount)
+        loops = (1...count).map { WebSocketEventLoop(name: count == 1 ? name : "\(name)-\($0)", logger: logger) }
     }
 
     /// Creates `loopCount` loops that all wait as `configuration` says, e.g. in latency mode
