@@ -20,7 +20,7 @@
  *             blocks (the latency mode on the loop executor: one thread that reads and answers).
  *
  *   cc -O2 -pthread -o handoff-floor Benchmarks/floor/handoff-floor.c
- *   handoff-floor MODE [COUNT] [SPIN_US]      (prints one JSON line: rtt_per_s, p50_us, p99_us)
+ *   [BUSY_POLL_US=N] handoff-floor MODE [COUNT] [SPIN_US]   (one JSON line: rtt_per_s, p50_us, p99_us)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -131,6 +131,13 @@ int main(int argc, char **argv) {
 	connect(client_fd, (struct sockaddr *)&address, sizeof address);
 	int server_fd = accept(listener, NULL, NULL);
 	setsockopt(client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	/* BUSY_POLL_US=N: SO_BUSY_POLL on the client socket (blocking reads poll the device queue
+	 * for N µs first; needs CAP_NET_ADMIN above net.core.busy_read). Loopback has no NAPI
+	 * context to poll, so on 127.0.0.1 it is expected to change nothing: this measures that. */
+	if (getenv("BUSY_POLL_US")) {
+		int busy = atoi(getenv("BUSY_POLL_US"));
+		if (setsockopt(client_fd, SOL_SOCKET, SO_BUSY_POLL, &busy, sizeof busy) != 0) perror("SO_BUSY_POLL");
+	}
 	setsockopt(server_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	pthread_t server, io;
 	pthread_create(&server, NULL, echo, &server_fd);

@@ -3,7 +3,7 @@ import Glibc
 import SynchronizationSupport
 
 extension EventLoopThread {
-    static let experimentYield = getenv("WSS_POLL_YIELD") != nil
+    static let experimentYield = getenv("WSS_NO_YIELD") == nil
     static let experimentNoLoopPoll = getenv("WSS_NO_LOOP_POLL") != nil
 
     /// Latency mode: instead of sleeping in the kernel as soon as nothing is queued, the loop

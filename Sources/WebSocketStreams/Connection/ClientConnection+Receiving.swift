@@ -19,12 +19,16 @@ extension ClientConnection {
         switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
+            if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: false) }
             return message
         case .finished:
             return nil
         case .wait:
             break
         }
+        // From here on the consumer waits: what it gets came after a quiet spell, and its
+        // answer may be written directly (``WriteSide/mayTryDirectWrite(startedAt:)``).
+        if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: true) }
         if consumerPollNanoseconds > 0,
            let taken = pollForMessage(batchInto: &batch, batching: batching, after: generation) {
             return taken
@@ -75,8 +79,9 @@ extension ClientConnection {
         return nil
     }
 
-    static let experimentYield = getenv("WSS_POLL_YIELD") != nil
+    static let experimentYield = getenv("WSS_NO_YIELD") == nil
     static let experimentNoConsumerPoll = getenv("WSS_NO_CONSUMER_POLL") != nil
+    static let experimentNoWaitedRule = getenv("WSS_NO_WAITED_RULE") != nil
 
     /// The next received message, one at a time (for consumers without their own buffer).
     nonisolated(nonsending)
@@ -100,12 +105,14 @@ extension ClientConnection {
         switch machine.withLock({ $0.next(batchInto: &unused, batching: false) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
+            if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: false) }
             return message
         case .finished:
             throw machine.withLock { $0.closedError }
         case .wait:
             break
         }
+        if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: true) }
         if consumerPollNanoseconds > 0, let taken = pollForMessage(batchInto: &unused, batching: false, after: generation) {
             if let taken { return taken }
             throw machine.withLock { $0.closedError }
