@@ -3,9 +3,6 @@ import Glibc
 import SynchronizationSupport
 
 extension EventLoopThread {
-    static let experimentYield = getenv("WSS_NO_YIELD") == nil
-    static let experimentNoLoopPoll = getenv("WSS_NO_LOOP_POLL") != nil
-
     /// Latency mode: instead of sleeping in the kernel as soon as nothing is queued, the loop
     /// keeps making non-blocking passes over its sockets (`epoll_wait` with a zero timeout
     /// under libev, `lws_service` without waiting on poll) and looking at its inbox, for at
@@ -45,7 +42,10 @@ extension EventLoopThread {
             }
             if queued || didSomething { return true }
             if last { return false }
-            if Self.experimentYield { sched_yield() }
+            // Polite polling: with fewer cores than busy threads, the thread this loop waits
+            // for (a peer on this machine, the task answering) gets the core. Measured under
+            // load: W1 in latency mode went from 0.10x raw C to 0.77x with it.
+            sched_yield()
         }
     }
 }

@@ -65,7 +65,7 @@ extension EventLoopThread {
             if stopping { break }
             // Latency mode: poll without sleeping for a while first; go round again if that
             // found something, wait in the kernel only once it found nothing.
-            if !pending, busyPollNanoseconds > 0, !Self.experimentNoLoopPoll, busyPoll(context: context, evloop: evloop) {
+            if !pending, busyPollNanoseconds > 0, busyPoll(context: context, evloop: evloop) {
                 #if DEBUG
                 passCount.add(1, ordering: .relaxed)
                 #endif

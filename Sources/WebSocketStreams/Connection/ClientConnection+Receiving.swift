@@ -19,7 +19,7 @@ extension ClientConnection {
         switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
-            if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: false) }
+            writeSide.noteConsumerTook(waited: false)
             return message
         case .finished:
             return nil
@@ -28,7 +28,7 @@ extension ClientConnection {
         }
         // From here on the consumer waits: what it gets came after a quiet spell, and its
         // answer may be written directly (``WriteSide/mayTryDirectWrite(startedAt:)``).
-        if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: true) }
+        writeSide.noteConsumerTook(waited: true)
         if consumerPollNanoseconds > 0,
            let taken = pollForMessage(batchInto: &batch, batching: batching, after: generation) {
             return taken
@@ -56,8 +56,9 @@ extension ClientConnection {
     private func pollForMessage(
         batchInto batch: inout Deque<WebSocketMessage>, batching: Bool, after generation: UInt
     ) -> WebSocketMessage?? {
-        // On the loop thread (a task that prefers the loop) polling would stall the loop.
-        guard !loopThread.isCurrent, !ClientConnection.experimentNoConsumerPoll else { return nil }
+        // A task that prefers an executor of its own (a loop: this one or another) would
+        // stall it by polling; on this loop's thread it would stall the very loop it waits for.
+        guard !loopThread.isCurrent, withUnsafeCurrentTask(body: { $0?.unownedTaskExecutor }) == nil else { return nil }
         var seen = generation
         let deadline = DirectWriter.monotonicNanoseconds() &+ Int(consumerPollNanoseconds)
         repeat {
@@ -74,14 +75,11 @@ extension ClientConnection {
                     break
                 }
             }
-            if ClientConnection.experimentYield { sched_yield() }
+            // Polite polling: a thread that needs this core (the peer, the loop) gets it.
+            sched_yield()
         } while DirectWriter.monotonicNanoseconds() < deadline
         return nil
     }
-
-    static let experimentYield = getenv("WSS_NO_YIELD") == nil
-    static let experimentNoConsumerPoll = getenv("WSS_NO_CONSUMER_POLL") != nil
-    static let experimentNoWaitedRule = getenv("WSS_NO_WAITED_RULE") != nil
 
     /// The next received message, one at a time (for consumers without their own buffer).
     nonisolated(nonsending)
@@ -105,14 +103,14 @@ extension ClientConnection {
         switch machine.withLock({ $0.next(batchInto: &unused, batching: false) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
-            if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: false) }
+            writeSide.noteConsumerTook(waited: false)
             return message
         case .finished:
             throw machine.withLock { $0.closedError }
         case .wait:
             break
         }
-        if !ClientConnection.experimentNoWaitedRule { writeSide.noteConsumerTook(waited: true) }
+        writeSide.noteConsumerTook(waited: true)
         if consumerPollNanoseconds > 0, let taken = pollForMessage(batchInto: &unused, batching: false, after: generation) {
             if let taken { return taken }
             throw machine.withLock { $0.closedError }

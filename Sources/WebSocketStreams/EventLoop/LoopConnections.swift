@@ -164,8 +164,6 @@ final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
     /// context is forgotten just before; connections exist only while it does).
     var isDestroyingContext: Bool { context == nil }
 
-    static let experimentResumeAtOnce = getenv("WSS_RESUME_AT_ONCE") != nil
-
     func serviceTurnEnded() {
         guard !deliveries.isEmpty else { return }
         var batch: [(consumer: InboundQueue.Consumer, message: WebSocketMessage)] = []
@@ -177,10 +175,6 @@ final class LoopConnections: EventLoopThreadDelegate, @unchecked Sendable {
 
     /// Resumes `consumer` with `message` when the current pass ends (loop thread).
     func deliverAfterTurn(_ consumer: InboundQueue.Consumer, _ message: WebSocketMessage) {
-        if LoopConnections.experimentResumeAtOnce {
-            consumer.resume(returning: message)
-            return
-        }
         deliveries.append((consumer, message))
     }
 
