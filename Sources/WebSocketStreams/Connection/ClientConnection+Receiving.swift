@@ -35,6 +35,7 @@ extension ClientConnection {
         }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+                consumerWaitsOnLoop.store(loopThread.isCurrent, ordering: .relaxed)
                 switch machine.withLock({ $0.park(consumer: continuation) }) {
                 case .resume(let consumer, let message, let wake):
                     if wake { self.wake() }
@@ -117,6 +118,7 @@ extension ClientConnection {
         }
         let message = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+                consumerWaitsOnLoop.store(loopThread.isCurrent, ordering: .relaxed)
                 switch machine.withLock({ $0.park(consumer: continuation) }) {
                 case .resume(let consumer, let message, let wake):
                     if wake { self.wake() }

@@ -40,6 +40,9 @@ final class ClientConnection: LoopWork {
     /// Latency mode only: bumped by the loop each time it hands received messages to the
     /// machine, so a polling consumer takes the machine's lock only when something came.
     let receivedGeneration = Atomic<UInt>(0)
+    /// Whether the consumer last parked on this connection's loop thread (a task that
+    /// prefers the loop): the loop then resumes it after its pass, else at once.
+    let consumerWaitsOnLoop = Atomic<Bool>(false)
 
     init(
         url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
