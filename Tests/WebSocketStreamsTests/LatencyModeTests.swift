@@ -29,7 +29,8 @@ struct LatencyModeTests {
             var messages = connection.messages.makeAsyncIterator()
             #expect(await messages.next() == .text("hello"))
             // Nothing was counted for polling consumers on a default loop.
-            #expect(connection.connection.receivedGeneration.load(ordering: .relaxed) == 0)
+            let generation = connection.connection.receivedGeneration.load(ordering: .relaxed)
+            #expect(generation == 0)
             #expect(!loop.thread.isBusyPolling)
             await connection.close()
         }
@@ -65,6 +66,9 @@ struct LatencyModeTests {
                 try await connection.send(.text("message \(index)"))
                 #expect(await messages.next() == .text("message \(index)"))
             }
+            // Off the loop: the loop resumes this task as it reads the reply, not after its pass.
+            let waitsOnLoop = connection.connection.consumerWaitsOnLoop.load(ordering: .relaxed)
+            #expect(!waitsOnLoop)
             // A burst: several messages queued at once, then read back in order.
             for index in 0..<50 { try await connection.send(.binary(Data([UInt8(index)]))) }
             for index in 0..<50 { #expect(await messages.next() == .binary(Data([UInt8(index)]))) }
@@ -94,6 +98,9 @@ struct LatencyModeTests {
                     try await connection.send(.text("message \(index)"))
                     #expect(await messages.next() == .text("message \(index)"))
                 }
+                // On the loop: its replies are handed over after the pass, as the task's jobs run.
+                let waitsOnLoop = connection.connection.consumerWaitsOnLoop.load(ordering: .relaxed)
+                #expect(waitsOnLoop)
                 await connection.close()
                 #expect(connection.closeCode == .normalClosure)
             }
