@@ -15,7 +15,7 @@ DOCS_DIR := $(CURDIR)/.build/docs
 TEST_WIDTH ?= 8
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH := $(TEST_WIDTH)
 
-.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick simulate docs bench bench-alloc bench-w7 bench-w9 bench-w3-crosscheck conformance clean
+.PHONY: deps test-deps build demo test test-tsan test-asan fuzz fuzz-quick simulate docs bench bench-alloc bench-w1 bench-w7 bench-w9 bench-w3-crosscheck conformance clean
 
 ## deps: install libwebsockets-dev, libssl-dev and zlib1g-dev (Debian/Ubuntu) unless already present
 deps:
@@ -144,6 +144,22 @@ bench-w9: deps
 	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
 		--wsbench-c .build/bench/wsbench-c --out BENCHMARKS.md --only-w9 \
 		$$($(BENCH_VENV)/bin/python -c 'import websockets' 2>/dev/null && echo --w9-python $(BENCH_VENV)/bin/python)
+
+## bench-w1: W1 only, in about two minutes: raw C, ours on the default and the loop executor, each
+## without and with the latency mode (WebSocketEventLoop.Configuration.lowLatency()), and picows,
+## interleaved (BENCH_W1_RUNS rounds), with each one's ratios to raw C and the latency issue's
+## targets; its section of BENCHMARKS.md replaced. Take it on a quiet machine (load < 1).
+BENCH_W1_RUNS ?= 5
+bench-w1: deps
+	$(SWIFT) build -c release --product wsbench
+	$(SWIFT) build -c release --product TestServer
+	mkdir -p .build/bench
+	$(CC) -O2 -o .build/bench/wsbench-c Benchmarks/wsbench-c/wsbench-c.c $$(pkg-config --cflags --libs libwebsockets) -lm
+	-test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	-$(BENCH_VENV)/bin/python -c 'import picows' 2>/dev/null || $(BENCH_VENV)/bin/pip install --quiet picows uvloop
+	python3 Benchmarks/run_benchmarks.py --bin "$$($(SWIFT) build -c release --show-bin-path)" \
+		--wsbench-c .build/bench/wsbench-c --runs $(BENCH_W1_RUNS) --out BENCHMARKS.md --only-w1 \
+		--peer picows="$(BENCH_VENV)/bin/python Benchmarks/peers/picows/wsbench_picows.py"
 
 ## bench-w3-crosscheck: W3 against a plain libwebsockets echo server in C (Benchmarks/echo-server-c)
 ## instead of TestServer, for ours, ours on the loop executor, raw C and picows: whether a W3

@@ -472,6 +472,140 @@ def scale_section(args, workdir):
             *rows, ""]
 
 
+# W1 in latency mode (`make bench-w1`, and a section of `make bench`): the clients run interleaved
+# in one loop per round, and each ratio is the median of the rounds' ratios to raw C's run of the
+# same round. (client, extra wsbench arguments): the raw C and peer commands take none.
+W1_LATENCY_CLIENTS = [
+    ("raw-c", []),
+    ("websocketstreams", []),
+    ("websocketstreams+loop", ["--executor", "loop"]),
+    ("websocketstreams+latency", ["--latency-mode"]),
+    ("websocketstreams+loop+latency", ["--executor", "loop", "--latency-mode"]),
+]
+W1_NAMES = {"raw-c": "raw C (lws)", "websocketstreams": "ours", "websocketstreams+loop": "ours, loop executor",
+            "websocketstreams+latency": "ours, latency mode", "websocketstreams+loop+latency": "ours, loop executor, latency mode"}
+
+
+def w1_targets(client, rtt_ratio, p50_ratio, p50_gap, peer_ratios):
+    """The latency issue's targets for `client` on this run's medians: (text, met or None)."""
+    if client == "websocketstreams+loop+latency":
+        return "rtt ≥ 1.50x, p50 ≤ 0.60x", (rtt_ratio is not None and rtt_ratio >= 1.5
+                                             and p50_ratio is not None and p50_ratio <= 0.6)
+    if client == "websocketstreams+latency":
+        return "rtt ≥ 1.20x", rtt_ratio is not None and rtt_ratio >= 1.2
+    if client == "websocketstreams":
+        best_peer = max(peer_ratios.values()) if peer_ratios else None
+        text = "rtt ≥ picows' ratio" + (f" ({best_peer:.2f}x)" if best_peer is not None else "") + ", p50 ≤ raw C + 10 µs"
+        met = (rtt_ratio is not None and p50_gap is not None and p50_gap <= 10
+               and (best_peer is None or rtt_ratio >= best_peer))
+        return text, met
+    return "", None
+
+
+def w1_latency_section(args, server, peers, runs):
+    """W1 for raw C, ours (default and loop executor, each with and without latency mode) and the
+    peers, interleaved round by round against `server`; markdown lines."""
+    clients = [(name, extra) for name, extra in W1_LATENCY_CLIENTS] + [(peer, []) for peer in peers]
+    reports = {name: [] for name, _ in clients}
+    load_before = os.getloadavg()
+    for run in range(1, runs + 1):
+        for name, extra in clients:
+            command = client_command(name if name in args.peers or name == "raw-c" else "websocketstreams", args) + extra
+            before = children_cpu_seconds()
+            started = time.monotonic()
+            try:
+                result = subprocess.run(command + ["--workload", "W1", "--url", f"ws://127.0.0.1:{server.port}/echo",
+                                                   "--count", str(args.w1_count), "--time-limit", "60"],
+                                        capture_output=True, text=True, timeout=90)
+                lines = result.stdout.strip().splitlines()
+                report = json.loads(lines[-1]) if lines else {"ok": False, "error": result.stderr[-300:]}
+            except (subprocess.TimeoutExpired, json.JSONDecodeError) as error:
+                report = {"ok": False, "error": str(error)[:300]}
+            report["_wall_s"] = time.monotonic() - started
+            report["_client_cpu_s"] = children_cpu_seconds() - before
+            reports[name].append(report)
+            shown = {k: v for k, v in report.items() if k in ("ok", "rtt_per_s", "p50_us", "p99_us", "error")}
+            print(f"W1 run {run} {name}: {json.dumps(shown)}", flush=True)
+    load_after = os.getloadavg()
+
+    def paired(name, key):
+        """The median over rounds of this client's figure / raw C's in the same round."""
+        ratios = [mine.get(key) / raw.get(key) for mine, raw in zip(reports[name], reports["raw-c"])
+                  if mine.get("ok") and raw.get("ok") and raw.get(key)]
+        return statistics.median(ratios) if ratios else None
+
+    def gap(name):
+        gaps = [mine["p50_us"] - raw["p50_us"] for mine, raw in zip(reports[name], reports["raw-c"])
+                if mine.get("ok") and raw.get("ok")]
+        return statistics.median(gaps) if gaps else None
+
+    peer_ratios = {peer: paired(peer, "rtt_per_s") for peer in peers if paired(peer, "rtt_per_s") is not None}
+    rows = ["| Client | round trips/s | / raw C | p50 µs | / raw C | p50 − raw C's (µs) | p99 µs "
+            "| client CPU s per wall s | Target | Met |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for name, _ in clients:
+        ok = [r for r in reports[name] if r.get("ok")]
+        rtt = median(r.get("rtt_per_s") for r in ok)
+        p50 = median(r.get("p50_us") for r in ok)
+        p99 = median(r.get("p99_us") for r in ok)
+        cpu = median(r["_client_cpu_s"] / r["_wall_s"] for r in ok if r.get("_wall_s"))
+        rtt_ratio, p50_ratio, p50_gap = (None, None, None) if name == "raw-c" else (
+            paired(name, "rtt_per_s"), paired(name, "p50_us"), gap(name))
+        target, met = w1_targets(name, rtt_ratio, p50_ratio, p50_gap, peer_ratios)
+        rows.append("| " + " | ".join([
+            W1_NAMES.get(name, name), fmt(rtt), f"{rtt_ratio:.2f}x" if rtt_ratio is not None else ("1.00x" if name == "raw-c" else "n/a"),
+            fmt(p50), f"{p50_ratio:.2f}x" if p50_ratio is not None else ("1.00x" if name == "raw-c" else "n/a"),
+            f"{p50_gap:+.1f}" if p50_gap is not None else "", fmt(p99), fmt(cpu), target,
+            "" if met is None else ("✓" if met else "✗")]) + " |")
+    failed = {name: sum(1 for r in reports[name] if not r.get("ok")) for name, _ in clients}
+    return ["## W1 in latency mode", "",
+            f"`wsbench --workload W1` ({args.w1_count:,} round trips of 32 bytes) for raw C, ours on the default "
+            "and the loop executor, each without and with `--latency-mode` (a loop of its own with "
+            "`WebSocketEventLoop.Configuration.lowLatency()`, which polls its sockets before it sleeps)"
+            + "".join(f", {peer}" for peer in peers) + f", run in turn {runs} times against one TestServer, "
+            "unpinned. Figures are medians; each ratio is the median of the rounds' ratios to raw C's run of "
+            "the same round. The client's CPU seconds per wall second show what polling costs (1.0: one core).", "",
+            f"- Load average (1/5/15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}; "
+            f"after: {' '.join(f'{x:.2f}' for x in load_after)}", "",
+            *rows, "",
+            "Runs that did not complete: " + (", ".join(f"{n} {c}" for n, c in failed.items() if c) or "none") + ".", ""]
+
+
+def replace_w1_section(args):
+    """`--only-w1`: W1 in latency mode against a fresh TestServer; prints its section and writes it
+    into --out in place of the one there (or at its end)."""
+    workdir = tempfile.mkdtemp(prefix="wsbench-")
+    server = start_server(args, workdir)
+    try:
+        peers = []
+        for name, command in args.peers.items():
+            reason = probe_peer(name, command, server)
+            if reason is None:
+                peers.append(name)
+            else:
+                print(f"peer {name} left out: {reason}", file=sys.stderr, flush=True)
+        lines = w1_latency_section(args, server, peers, args.runs)
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+    print("\n".join(lines))
+    replace_section(args.out, "## W1 in latency mode", lines)
+
+
+def replace_section(path, heading, lines):
+    """Puts `lines` (starting with `heading`) into the markdown file at `path` in place of the
+    section with that heading (up to the next `## `), or at its end."""
+    existing = open(path).read().splitlines() if os.path.exists(path) else []
+    if heading in existing:
+        start = existing.index(heading)
+        end = next((i for i in range(start + 1, len(existing)) if existing[i].startswith("## ")), len(existing))
+        existing[start:end] = lines
+    else:
+        existing += [""] + lines
+    with open(path, "w") as out:
+        out.write("\n".join(existing) + "\n")
+
+
 def replace_scale_section(args):
     """`--only-w7`: runs W7 and writes its section into --out, replacing the one there."""
     workdir = tempfile.mkdtemp(prefix="wsbench-")
@@ -691,12 +825,18 @@ def main():
     parser.add_argument("--peer", action="append", type=parse_peer, default=[], metavar="NAME=COMMAND",
                         help="another client with wsbench-c's command line and JSON line, run beside ours "
                              "(repeatable), e.g. --peer picows='venv/bin/python Benchmarks/peers/picows/wsbench_picows.py'")
+    parser.add_argument("--only-w1", action="store_true",
+                        help="run the W1 latency-mode section only (raw C, ours with and without latency mode on "
+                             "both executors, the peers), print it and put it into --out in place of the one there")
+    parser.add_argument("--w1-count", type=int, default=20000, help="round trips per W1 latency-mode run")
     args = parser.parse_args()
     args.peers = dict(args.peer)
     if args.only_w7:
         return replace_scale_section(args)
     if args.only_w9:
         return replace_section(args, "## Talking connections, compression on (W9)", w9_section, "make bench-w9")
+    if args.only_w1:
+        return replace_w1_section(args)
 
     load_before = os.getloadavg()
     workdir = tempfile.mkdtemp(prefix="wsbench-")
@@ -725,6 +865,7 @@ def main():
                         shown = {k: v for k, v in report.items() if not k.startswith("_") and k not in ("client", "workload")}
                         print(f"run {run} {workload} {server.scheme} {client}: {json.dumps(shown)}", flush=True)
         streamed_lines = streamed_section(args, plain, results, args.runs)
+        w1_lines = w1_latency_section(args, plain, peers, args.runs)
         floor = subprocess.run([os.path.join(args.bin, "wsbench"), "--workload", "asyncstream"],
                                capture_output=True, text=True)
         floor_ns = json.loads(floor.stdout.strip().splitlines()[-1]).get("ns_per_element") if floor.stdout.strip() else None
@@ -814,6 +955,7 @@ def main():
                   "wall seconds of the client's run (process start to exit; 100% is one core):", "",
                   *tls_cost, "",
                   "CPU time per wss:// run (user + system), medians:", "", *cpu_table(results, "wss", clients), ""]
+    lines += w1_lines
     lines += streamed_lines
     lines += scale_lines
     lines += talking_lines

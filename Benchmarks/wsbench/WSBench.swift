@@ -39,6 +39,9 @@ struct WSBench: AsyncParsableCommand {
                   floor under `messages` (ns_per_element; --url is ignored)
               churn  --count connect/echo/close cycles, --connections at a time
                   (default 4); open descriptors and RSS before and after
+              handoff  no WebSocket: W1's hand-off from a reading thread to a task on
+                  the default executor over a loopback socket to an echo thread
+                  (the floor under W1 there; --url is ignored)
 
             The clock starts when the first connection is open (W5: when connecting
             starts). Prints one JSON line with client, workload, ok, count, completed,
@@ -46,7 +49,7 @@ struct WSBench: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The workload: W1 to W9, autobahn, asyncstream or churn.")
+    @Option(help: "The workload: W1 to W9, autobahn, asyncstream, churn or handoff.")
     var workload: Workload
 
     @Option(help: "The server URL, e.g. ws://127.0.0.1:9001/echo (not used by asyncstream).")
@@ -106,17 +109,24 @@ struct WSBench: AsyncParsableCommand {
     @Option(help: "Event loops for the connections: 1 = one loop thread; N = a group of N. Default: the SDK's shared group (one loop per available core).")
     var loops: Int?
 
+    @Flag(name: .customLong("latency-mode"), help: "Connections go to event loops in latency mode (WebSocketEventLoop.Configuration.lowLatency): each loop polls its sockets for --busy-poll-us before sleeping. One loop unless --loops says otherwise.")
+    var latencyMode = false
+
+    @Option(name: .customLong("busy-poll-us"), help: "With --latency-mode: microseconds a loop polls before sleeping (default: the SDK's lowLatency() default).")
+    var busyPollMicroseconds: Int?
+
     @Option(help: "Where the workload's tasks run: 'global' (Swift's default executor) or 'loop' (the event loop's thread, via withTaskExecutorPreference; no thread hop per message).")
     var executor: ExecutorChoice = .global
 
     func validate() throws {
-        if url == nil, workload != .asyncstream { throw ValidationError("--url is required") }
+        if url == nil, workload != .asyncstream, workload != .handoff { throw ValidationError("--url is required") }
         if let count, count < 0 { throw ValidationError("--count must not be negative") }
         if let size, size < 0 { throw ValidationError("--size must not be negative") }
         if let inflight, inflight < 1 { throw ValidationError("--inflight must be at least 1") }
         if let connections, connections < 1 { throw ValidationError("--connections must be at least 1") }
         if let timeLimit, timeLimit <= 0 { throw ValidationError("--time-limit must be positive") }
         if let period, period <= 0 { throw ValidationError("--period must be positive") }
+        if busyPollMicroseconds != nil, !latencyMode { throw ValidationError("--busy-poll-us needs --latency-mode") }
     }
 
     func run() async throws {
@@ -140,11 +150,14 @@ struct WSBench: AsyncParsableCommand {
         case .global:
             report = await Self.run(parameters, timeLimit: timeLimit)
         case .loop:
-            report = await withTaskExecutorPreference(WebSocketEventLoop.shared) {
+            // The first loop connections may go to (the shared loop unless --loops or
+            // --latency-mode made a group): the group places the connection on it.
+            report = await withTaskExecutorPreference(parameters.loops[0]) {
                 await Self.run(parameters, timeLimit: timeLimit)
             }
         }
         report.client = BenchmarkParameters.clientName + (executor == .loop ? "+loop" : "") + (batches ? "+batches" : "")
+            + (latencyMode ? "+latency" : "")
         print(report.jsonLine)
         // Connections closed; the shared loop's thread goes with the process.
         if !report.ok { throw ExitCode.failure }
@@ -174,10 +187,19 @@ struct WSBench: AsyncParsableCommand {
             inflight: inflight ?? (workload == .w3 ? 1 : [.w5, .w7, .w9].contains(workload) ? 100 : 64),
             connections: connections ?? workload.defaultConnections(count: count),
             configuration: configuration,
-            group: loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") },
+            group: makeGroup(),
             hold: .milliseconds(Int64((hold ?? 45) * 1000)), period: .milliseconds(Int64((period ?? 10) * 1000)),
             readsBatches: batches, sendsJSON: json,
             streamsMessages: stream)
+    }
+
+    /// The loops of `--loops` and `--latency-mode`; `nil` for the SDK's shared group.
+    private func makeGroup() -> WebSocketEventLoopGroup? {
+        guard latencyMode else { return loops.map { WebSocketEventLoopGroup(loopCount: max(1, $0), name: "wsbench-loop") } }
+        let configuration = busyPollMicroseconds.map {
+            WebSocketEventLoop.Configuration.lowLatency(busyPolling: .microseconds($0))
+        } ?? .lowLatency()
+        return WebSocketEventLoopGroup(loopCount: max(1, loops ?? 1), name: "wsbench-loop", configuration: configuration)
     }
 
     /// Runs the workload; when `timeLimit` passes first, cancels it and returns what it
@@ -217,6 +239,7 @@ struct WSBench: AsyncParsableCommand {
         case .autobahn: await AutobahnEchoClient.run(parameters)
         case .asyncstream: await AsyncStreamFloor.run(parameters)
         case .churn: await ChurnWorkload.run(parameters)
+        case .handoff: await HandoffFloor.run(parameters)
         }
     }
 }

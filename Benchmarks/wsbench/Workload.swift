@@ -30,6 +30,9 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
     case asyncstream
     /// `--count` connect / echo / close cycles; descriptors and memory before and after.
     case churn
+    /// No WebSocket: W1's hand-off from a reading thread to a task on the default executor,
+    /// over a loopback socket to an echo thread (the floor under W1 on that executor).
+    case handoff
 
     /// Messages (W5: connections) when `--count` is not given.
     var defaultCount: Int {
@@ -46,6 +49,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .autobahn: 0
         case .asyncstream: 2_000_000
         case .churn: 1_000
+        case .handoff: 20_000
         }
     }
 
@@ -59,6 +63,7 @@ enum Workload: String, CaseIterable, ExpressibleByArgument {
         case .w8: 1 << 30
         case .w9: 1024
         case .w5, .w7, .autobahn, .asyncstream, .churn: 0
+        case .handoff: 32
         }
     }
 

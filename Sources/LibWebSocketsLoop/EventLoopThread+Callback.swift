@@ -26,6 +26,8 @@ package func eventLoopThreadCallback(
         thread.noteWakeUp()
         return 0
     }
+    // Counted for the busy poll: a pass that ran a callback did something (loop thread only).
+    thread.spare.callbacks &+= 1
     return thread.delegate.handleCallback(wsi: wsi, reason: reason, user: user, input: input, length: length)
 }
 

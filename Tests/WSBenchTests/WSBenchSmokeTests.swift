@@ -16,6 +16,24 @@ struct WSBenchSmokeTests {
         }
     }
 
+    @Test("W1 in latency mode", arguments: ["global", "loop"])
+    func pingPongInLatencyMode(executor: String) async throws {
+        try await withServer { server in
+            let report = try await runBench([
+                "--workload", "W1", "--url", server.url(path: "/echo"), "--count", "20", "--executor", executor,
+                "--latency-mode", "--busy-poll-us", "50",
+            ])
+            try expectComplete(report, workload: "W1", count: 20, figures: ["rtt_per_s", "p50_us", "p99_us"])
+            #expect(report["client"] as? String == (executor == "loop" ? "websocketstreams+loop+latency" : "websocketstreams+latency"))
+        }
+    }
+
+    @Test("the hand-off floor under W1 (no server)")
+    func handoffFloor() async throws {
+        let report = try await runBench(["--workload", "handoff", "--count", "50"])
+        try expectComplete(report, workload: "handoff", count: 50, figures: ["rtt_per_s", "p50_us", "p99_us"])
+    }
+
     @Test("W2 pipelined echo")
     func pipelined() async throws {
         try await withServer { server in

@@ -47,6 +47,40 @@ struct DirectWriteTests {
         }
     }
 
+    /// The burst rule measures from the previous send's return; on a VM the `send(2)` that wakes
+    /// the peer can take most of a round trip, so an answer sent right after the reply came
+    /// looked like a burst and was queued (16-44% of W1's sends). A send that answers a
+    /// message its reader waited for is written directly whatever the gap.
+    @Test("a send while the reader waits for the reply is written directly, however soon after the previous send")
+    func answersAreNotBursts() async throws {
+        try await withTestServer(compression: false) { server in
+            let connection = try await WebSocket.connect(to: server.url(path: "/echo"))
+            let core = connection.connection
+            // The burst rule alone would queue every send after the first.
+            core.writeSide.directWriteGap.store(1_000_000_000, ordering: .relaxed)
+            while !core.writeSide.withLock({ $0.direct.descriptor >= 0 }) { await Task.yield() }
+            let received = Atomic<Int>(0)
+            let reader = Task {
+                for await _ in connection.messages { received.add(1, ordering: .relaxed) }
+            }
+            let count = 20
+            for index in 0..<count {
+                // The reader is parked, waiting for the reply to this request.
+                while core.writeSide.consumerTook.load(ordering: .relaxed) & WriteSide.ConsumerTook.afterWaiting == 0 {
+                    await Task.yield()
+                }
+                try await connection.send(.text("request \(index)"))
+                while received.load(ordering: .relaxed) <= index { await Task.yield() }
+            }
+            let direct = core.writeSide.withLock { $0.direct.framesWritten }
+            let missed = core.writeSide.directWritesMissed.load(ordering: .relaxed)
+            #expect(direct + missed == count, "\(direct) direct, \(missed) met the loop writing")
+            #expect(direct >= 1)
+            await connection.close()
+            _ = await reader.value
+        }
+    }
+
     @Test("back-to-back sends are a burst: queued, so the loop writes them with few system calls")
     func burstsGoThroughTheQueue() async throws {
         try await withTestServer(compression: false) { server in

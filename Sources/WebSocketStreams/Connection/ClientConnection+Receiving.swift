@@ -1,4 +1,6 @@
 import DequeModule
+import Glibc
+import LibWebSocketsLoop
 import Synchronization
 import SynchronizationSupport
 
@@ -13,17 +15,27 @@ extension ClientConnection {
     /// message already buffered costs no status-record bookkeeping.
     nonisolated(nonsending)
     func next(batchInto batch: inout Deque<WebSocketMessage>, batching: Bool = true) async -> WebSocketMessage? {
+        let generation = consumerPollNanoseconds > 0 ? receivedGeneration.load(ordering: .acquiring) : 0
         switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
+            writeSide.noteConsumerTook(waited: false)
             return message
         case .finished:
             return nil
         case .wait:
             break
         }
+        // From here on the consumer waits: what it gets came after a quiet spell, and its
+        // answer may be written directly (``WriteSide/mayTryDirectWrite(startedAt:)``).
+        writeSide.noteConsumerTook(waited: true)
+        if consumerPollNanoseconds > 0,
+           let taken = pollForMessage(batchInto: &batch, batching: batching, after: generation) {
+            return taken
+        }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+                consumerWaitsOnLoop.store(loopThread.isCurrent, ordering: .relaxed)
                 switch machine.withLock({ $0.park(consumer: continuation) }) {
                 case .resume(let consumer, let message, let wake):
                     if wake { self.wake() }
@@ -35,6 +47,39 @@ extension ClientConnection {
         } onCancel: {
             consumerCancelled()
         }
+    }
+
+    /// Latency mode, off the loop thread: looks for the next message for at most
+    /// ``consumerPollNanoseconds`` before the caller parks, so a message that comes meanwhile
+    /// reaches this task without a thread wake-up (the loop resuming a parked task wakes a
+    /// pool thread). The machine's lock is taken only when the loop has handed it messages
+    /// since `generation` (``receivedGeneration``). `nil` when nothing came in time: park.
+    private func pollForMessage(
+        batchInto batch: inout Deque<WebSocketMessage>, batching: Bool, after generation: UInt
+    ) -> WebSocketMessage?? {
+        // A task that prefers an executor of its own (a loop: this one or another) would
+        // stall it by polling; on this loop's thread it would stall the very loop it waits for.
+        guard !loopThread.isCurrent, withUnsafeCurrentTask(body: { $0?.unownedTaskExecutor }) == nil else { return nil }
+        var seen = generation
+        let deadline = DirectWriter.monotonicNanoseconds() &+ Int(consumerPollNanoseconds)
+        repeat {
+            let now = receivedGeneration.load(ordering: .acquiring)
+            if now != seen {
+                seen = now
+                switch machine.withLock({ $0.next(batchInto: &batch, batching: batching) }) {
+                case .message(let message, let wake):
+                    if wake { self.wake() }
+                    return .some(message)
+                case .finished:
+                    return .some(nil)
+                case .wait:
+                    break
+                }
+            }
+            // Polite polling: a thread that needs this core (the peer, the loop) gets it.
+            sched_yield()
+        } while DirectWriter.monotonicNanoseconds() < deadline
+        return nil
     }
 
     /// The next received message, one at a time (for consumers without their own buffer).
@@ -55,17 +100,25 @@ extension ClientConnection {
         defer { machine.withLock { $0.releaseReading(by: id) } }
         try Task.checkCancellation()
         var unused = Deque<WebSocketMessage>()
+        let generation = consumerPollNanoseconds > 0 ? receivedGeneration.load(ordering: .acquiring) : 0
         switch machine.withLock({ $0.next(batchInto: &unused, batching: false) }) {
         case .message(let message, let wake):
             if wake { self.wake() }
+            writeSide.noteConsumerTook(waited: false)
             return message
         case .finished:
             throw machine.withLock { $0.closedError }
         case .wait:
             break
         }
+        writeSide.noteConsumerTook(waited: true)
+        if consumerPollNanoseconds > 0, let taken = pollForMessage(batchInto: &unused, batching: false, after: generation) {
+            if let taken { return taken }
+            throw machine.withLock { $0.closedError }
+        }
         let message = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<WebSocketMessage?, Never>) in
+                consumerWaitsOnLoop.store(loopThread.isCurrent, ordering: .relaxed)
                 switch machine.withLock({ $0.park(consumer: continuation) }) {
                 case .resume(let consumer, let message, let wake):
                     if wake { self.wake() }

@@ -34,6 +34,16 @@ final class ClientConnection: LoopWork {
     let bytesWritten = Atomic<Int>(0)
     /// The connection's metric handles; `nil` when no metrics backend is there.
     let metrics: ConnectionMetrics?
+    /// Latency mode (the loop's ``WebSocketEventLoop/Configuration/busyPollDuration``, in
+    /// nanoseconds): how long a consumer off the loop thread polls for the next message
+    /// before it parks (``ClientConnection/pollForMessage(batchInto:batching:)``); 0 never polls.
+    let consumerPollNanoseconds: UInt64
+    /// Latency mode only: bumped by the loop each time it hands received messages to the
+    /// machine, so a polling consumer takes the machine's lock only when something came.
+    let receivedGeneration = Atomic<UInt>(0)
+    /// Whether the consumer last parked on this connection's loop thread (a task that
+    /// prefers the loop): the loop then resumes it after its pass, else at once.
+    let consumerWaitsOnLoop = Atomic<Bool>(false)
 
     init(
         url: WebSocketURL, configuration: WebSocketConfiguration, eventLoop: WebSocketEventLoop,
@@ -46,6 +56,7 @@ final class ClientConnection: LoopWork {
         self.sharedConfiguration = sharedConfiguration
         self.logger = configuration.logger
         self.eventLoop = eventLoop
+        consumerPollNanoseconds = eventLoop.thread.busyPollNanoseconds
         machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline))
         writeSide = WriteSide(loop: eventLoop.thread)
         transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target, clock: clock)

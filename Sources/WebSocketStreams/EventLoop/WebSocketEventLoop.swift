@@ -27,6 +27,8 @@ public final class WebSocketEventLoop: Sendable {
 
     let thread: EventLoopThread
     let connections: LoopConnections
+    /// How this loop waits for its sockets (fixed at creation).
+    public let configuration: Configuration
     private let shuttingDown = AnnotatedMutex(false)
     /// Connections made on this loop and not yet released.
     private let liveConnections = Atomic<Int>(0)
@@ -67,9 +69,31 @@ public final class WebSocketEventLoop: Sendable {
     ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
     ///   `nil` (the default) drops them.
     public init(name: String = "ws-loop", logger: Logger? = nil) {
+        configuration = Configuration()
         connections = LoopConnections(logger: logger ?? .silent)
+        thread = Self.makeThread(name: name, connections: connections, configuration: configuration)
+    }
+
+    /// Creates a loop that waits as `configuration` says, e.g. in latency mode
+    /// (``Configuration/lowLatency(busyPolling:)``). Its thread and lws context are created
+    /// on the first connection.
+    ///
+    /// - Parameters:
+    ///   - name: The loop thread's name (visible in debuggers and `top -H`).
+    ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
+    ///   `nil` (the default) drops them.
+    ///   - configuration: How the loop waits; see ``Configuration``.
+    public init(name: String = "ws-loop", logger: Logger? = nil, configuration: Configuration) {
+        self.configuration = configuration
+        connections = LoopConnections(logger: logger ?? .silent)
+        thread = Self.makeThread(name: name, connections: connections, configuration: configuration)
+    }
+
+    private static func makeThread(name: String, connections: LoopConnections, configuration: Configuration) -> EventLoopThread {
         // epoll under lws: waits and timers that cost the same at 15,000 connections as at 10.
-        thread = EventLoopThread(name: name, delegate: connections, backend: .chosen(preferring: .libev))
+        EventLoopThread(
+            name: name, delegate: connections, backend: .chosen(preferring: .libev),
+            busyPollBudget: configuration.busyPollDuration)
     }
 
     /// Starts the thread if needed; throws once the loop has been shut down.

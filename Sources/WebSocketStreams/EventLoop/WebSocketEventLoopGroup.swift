@@ -47,6 +47,26 @@ public final class WebSocketEventLoopGroup: Sendable {
         loops = (1...count).map { WebSocketEventLoop(name: count == 1 ? name : "\(name)-\($0)", logger: logger) }
     }
 
+    /// Creates `loopCount` loops that all wait as `configuration` says, e.g. in latency mode
+    /// (``WebSocketEventLoop/Configuration/lowLatency(busyPolling:)``). Each loop in latency
+    /// mode may keep one core busy while its connections are active: give a latency-mode
+    /// group fewer loops than the machine has cores.
+    ///
+    /// - Parameters:
+    ///   - loopCount: How many loops; ``defaultLoopCount`` by default.
+    ///   - name: The loops' thread names get `-1`, `-2`, ... appended.
+    ///   - logger: Receives libwebsockets lines logged outside any connection's callbacks.
+    ///   - configuration: How every loop of the group waits; see ``WebSocketEventLoop/Configuration``.
+    public init(
+        loopCount: Int = WebSocketEventLoopGroup.defaultLoopCount, name: String = "ws-loop", logger: Logger? = nil,
+        configuration: WebSocketEventLoop.Configuration
+    ) {
+        let count = max(1, loopCount)
+        loops = (1...count).map {
+            WebSocketEventLoop(name: count == 1 ? name : "\(name)-\($0)", logger: logger, configuration: configuration)
+        }
+    }
+
     private init(first: WebSocketEventLoop, loopCount: Int, name: String) {
         loops = [first] + (1..<max(1, loopCount)).map { WebSocketEventLoop(name: "\(name)-\($0 + 1)") }
     }

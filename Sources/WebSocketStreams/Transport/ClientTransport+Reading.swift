@@ -1,3 +1,4 @@
+import Synchronization
 import SynchronizationSupport
 import Logging
 import WebSocketCore
@@ -150,7 +151,16 @@ extension ClientTransport {
             $0.receive(contentsOf: reader.incoming, deliveries: &deliveries, now: .now)
         }
         reader.incoming.removeAll(keepingCapacity: reader.incoming.count <= 1024)
-        for (consumer, message) in deliveries { loop.deliverAfterTurn(consumer, message) }
+        // Latency mode: a consumer that polls instead of parking sees this.
+        if connection.consumerPollNanoseconds > 0 { connection.receivedGeneration.add(1, ordering: .releasing) }
+        // A consumer on another thread is resumed now, before this read's flush and the rest
+        // of the pass: waking its pool thread overlaps the loop's remaining work (W1 on the
+        // default executor: 0.57x raw C against 0.41x resumed after the pass, paired runs).
+        // One on this loop runs after the pass either way; it keeps the pass's order.
+        let consumerOnLoop = connection.consumerWaitsOnLoop.load(ordering: .relaxed)
+        for (consumer, message) in deliveries {
+            if consumerOnLoop { loop.deliverAfterTurn(consumer, message) } else { consumer.resume(returning: message) }
+        }
         deliveries.removeAll(keepingCapacity: true)
         swap(&deliveries, &reader.deliveries)
         if pause { pauseReading() }
