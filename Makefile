@@ -49,10 +49,11 @@ demo: deps
 	@echo "== 2. The bundled TestServer as a process, and wsdump talking to it"
 	Examples/demo.sh "$$($(SWIFT) build --show-bin-path)"
 
-## test: the whole test suite, a quick Autobahn conformance subset (36 cases, each must be OK),
-## then 20,000 fuzzed inputs for each protocol parser
+## test: the whole test suite, 20,000 simulated schedules (wssimulate, debug), a quick Autobahn
+## conformance subset (36 cases, each must be OK), then 20,000 fuzzed inputs for each protocol parser
 test: test-deps
 	$(SWIFT) test
+	$(SWIFT) run wssimulate --schedules 20000 --shards 2
 	Conformance/conformance.sh quick
 	$(MAKE) fuzz-quick
 

@@ -40,7 +40,7 @@ struct ClientEngineTests {
             Connection: Upgrade\r
             Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==\r
             Sec-WebSocket-Version: 13\r
-            Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r
+            Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits=12\r
             \r
 
             """)
