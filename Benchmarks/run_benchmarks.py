@@ -589,10 +589,10 @@ def replace_w1_section(args):
         server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     print("\n".join(lines))
-    replace_section(args.out, "## W1 in latency mode", lines)
+    replace_markdown_section(args.out, "## W1 in latency mode", lines)
 
 
-def replace_section(path, heading, lines):
+def replace_markdown_section(path, heading, lines):
     """Puts `lines` (starting with `heading`) into the markdown file at `path` in place of the
     section with that heading (up to the next `## `), or at its end."""
     existing = open(path).read().splitlines() if os.path.exists(path) else []
