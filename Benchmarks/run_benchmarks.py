@@ -606,29 +606,6 @@ def replace_markdown_section(path, heading, lines):
         out.write("\n".join(existing) + "\n")
 
 
-def replace_scale_section(args):
-    """`--only-w7`: runs W7 and writes its section into --out, replacing the one there."""
-    workdir = tempfile.mkdtemp(prefix="wsbench-")
-    try:
-        lines = scale_section(args, workdir)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    lines[2] += f" Run on its own (`make bench-w7`), {datetime.date.today().isoformat()}, load average before: " \
-                + ", ".join(f"{load:.2f}" for load in os.getloadavg()) + "."
-    text = open(args.out).read() if os.path.exists(args.out) else ""
-    section = "\n".join(lines) + "\n"
-    start = text.find("## Many connections (W7)")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip() + "\n\n" + section
-    with open(args.out, "w") as out:
-        out.write(text)
-    print("\n".join(lines))
-    return 0
-
-
 # W9 (talking connections, compression on by default): N connections with the clients' default
 # settings, each sending a 1 KiB JSON text and reading its echo every W9_PERIOD seconds, W9_ROUNDS
 # rounds; against TestServer with compression (libwebsockets: 15-bit windows whatever is asked)
@@ -832,7 +809,7 @@ def main():
     args = parser.parse_args()
     args.peers = dict(args.peer)
     if args.only_w7:
-        return replace_scale_section(args)
+        return replace_section(args, "## Many connections (W7)", scale_section, "make bench-w7")
     if args.only_w9:
         return replace_section(args, "## Talking connections, compression on (W9)", w9_section, "make bench-w9")
     if args.only_w1:
