@@ -152,8 +152,9 @@ extension ClientEngine {
         case .rearm, .sendHeartbeat:
             break
         case .handshakeTimedOut(let abandoned):
-            if case .rejected(let head, let body) = phase {
-                failHandshake(rejection(head, body: body))
+            if case .upgrading(var answer) = phase, let refusal = answer.refusalCutShort(connectionClosed: false) {
+                phase = .upgrading(answer)
+                failHandshake(refusal)
             } else {
                 failHandshake(abandoned
                     ? .connectionFailed("closed before the handshake finished")
@@ -181,9 +182,9 @@ extension ClientEngine {
         if isOpen, abnormalEnd == nil {
             abnormalEnd = abnormal ?? .connectionFailed("the server closed the connection without a close frame (\(url.hostHeader))")
         }
-        if case .rejected(let head, var body) = phase {
-            body.connectionClosed()
-            connectError = rejection(head, body: body)
+        if case .upgrading(var answer) = phase, let refusal = answer.refusalCutShort(connectionClosed: true) {
+            phase = .upgrading(answer)
+            connectError = refusal
         }
         end(acknowledged: acknowledged)
     }

@@ -1,5 +1,4 @@
 import WebSocketCore
-import FoundationEssentials
 
 /// One client connection's protocol as a value, from the first byte of the upgrade request
 /// to the ending: bytes in, bytes out, time in, events out. No socket, no lock, no clock.
@@ -38,10 +37,8 @@ struct ClientEngine {
 
     /// Where the connection is on its way (the machine holds the protocol's own stages).
     enum Phase {
-        /// The upgrade request is being written and the answer read.
-        case upgrading(HTTPResponseParser)
-        /// The server refused; its body is being collected for the error.
-        case rejected(HTTPResponseHead, HTTPBodyCollector)
+        /// The upgrade request is being written and the answer (a refusal's body included) read.
+        case upgrading(UpgradeAnswer)
         /// The WebSocket protocol runs.
         case open
         /// The socket is gone.
@@ -57,7 +54,6 @@ struct ClientEngine {
     var phase: Phase
     /// The upgrade request's `Sec-WebSocket-Key`.
     private let key: String
-    private let sha1: ([UInt8]) -> [UInt8]
     /// The upgrade request bytes not handed out yet.
     var request: [UInt8]
     var assembler: MessageAssembler?
@@ -102,7 +98,6 @@ struct ClientEngine {
     ) {
         self.url = url
         self.configuration = configuration
-        self.sha1 = sha1
         self.maskingKeys = maskingKeys
         let handshake = HandshakeRequest(url: url, configuration: configuration, keyBytes: keyBytes)
         key = handshake.key
@@ -110,7 +105,7 @@ struct ClientEngine {
         machine = ConnectionStateMachine(configuration: configuration, handshakeDeadline: now + configuration.connectTimeout)
         // `false`: keep-alive pings at exact times, not on the grid shared by every connection.
         if !keepaliveGrid { machine.timing.pingGrid = nil }
-        phase = .upgrading(HTTPResponseParser())
+        phase = .upgrading(UpgradeAnswer(url: url, key: handshake.key, configuration: configuration, sha1: sha1))
         writer = FrameWriter()
     }
 
@@ -232,23 +227,17 @@ struct ClientEngine {
     mutating func receive(_ bytes: [UInt8], now: ContinuousClock.Instant) {
         guard !hasEnded, !wantsSocketClosed else { return }
         switch phase {
-        case .upgrading(var parser):
-            let parsed = bytes.withUnsafeBytes { buffer in
-                Result { () throws(HTTPResponseParser.Failure) in try parser.parse(buffer) }
-            }
-            switch parsed {
-            case .success(nil):
-                phase = .upgrading(parser)
-            case .success(let (head, consumed)?):
-                upgradeAnswered(head, rest: Array(bytes[consumed...]), now: now)
-            case .failure(let error):
-                failHandshake(.connectionFailed("the server's answer to the upgrade request is not valid HTTP: \(error)"))
-            }
-        case .rejected(let head, var body):
-            if bytes.withUnsafeBytes({ body.append($0) }) {
-                failHandshake(rejection(head, body: body))
-            } else {
-                phase = .rejected(head, body)
+        case .upgrading(var answer):
+            let outcome = bytes.withUnsafeBytes { answer.read($0) }
+            phase = .upgrading(answer)
+            switch outcome {
+            case .needsMore:
+                break
+            case .upgraded(let negotiated, let framesStart):
+                opened(negotiated, now: now)
+                if isOpen, framesStart < bytes.count { readFrames(Array(bytes[framesStart...]), now: now) }
+            case .failed(let error):
+                failHandshake(error)
             }
         case .open:
             readFrames(bytes, now: now)
@@ -257,62 +246,24 @@ struct ClientEngine {
         }
     }
 
-    private mutating func upgradeAnswered(_ head: HTTPResponseHead, rest: [UInt8], now: ContinuousClock.Instant) {
-        let offered = configuration.compression.isEnabled ? ["permessage-deflate"] : []
-        switch HandshakeValidator.validate(
-            head, key: key, sha1: sha1, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offered
-        ) {
-        case .success(let negotiated):
-            opened(negotiated, now: now)
-            if isOpen, !rest.isEmpty { readFrames(rest, now: now) }
-        case .failure(.rejected):
-            var body = HTTPBodyCollector(head: head)
-            if rest.withUnsafeBytes({ body.append($0) }) {
-                failHandshake(rejection(head, body: body))
-            } else {
-                phase = .rejected(head, body)
-            }
-        case .failure(.invalid(let reason)):
-            failHandshake(.connectionFailed("\(reason) (\(url.hostHeader))"))
-        }
-    }
-
-    /// The handshake succeeded: the codec is set up with what was negotiated.
+    /// The handshake succeeded: the codec is set up with what was negotiated (as the transport sets it up).
     private mutating func opened(_ negotiated: NegotiatedHandshake, now: ContinuousClock.Instant) {
-        var inflater: MessageInflater?
-        var deflater: MessageDeflater?
-        let compression = configuration.compression
-        if let extensions = negotiated.extensions {
-            do {
-                let parameters = try DeflateParameters(negotiating: extensions, offer: DeflateOffer(compression))
-                inflater = MessageInflater(parameters: parameters)
-                if MessageDeflater.canCompress(with: parameters) {
-                    deflater = try? MessageDeflater(parameters: parameters, level: compression.level, memoryLevel: compression.memoryLevel)
-                }
-            } catch {
-                failHandshake(.connectionFailed("the server's permessage-deflate answer is invalid: \(error)"))
-                return
-            }
+        let codec: NegotiatedCodec
+        do {
+            codec = try NegotiatedCodec(negotiated: negotiated, configuration: configuration, keys: maskingKeys ?? MaskingKeySource())
+        } catch {
+            failHandshake(error)
+            return
         }
-        writer = FrameWriter(
-            deflater: deflater, threshold: deflater == nil ? FrameWriter.defaultCompressionThreshold : compression.threshold,
-            keys: maskingKeys ?? MaskingKeySource())
+        writer = codec.writer
+        assembler = codec.assembler
         maskingKeys = nil
-        assembler = MessageAssembler(
-            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater,
-            streaming: configuration.streamsIncomingMessages
-                ? MessageAssembler.Streaming(maxMessageSize: configuration.maxStreamedMessageSize ?? .max) : nil)
         phase = .open
         didOpen = true
         let (_, abandoned, _) = machine.established(
             subprotocol: negotiated.subprotocol, extensions: negotiated.extensions, responseHeaders: negotiated.headers, now: now)
         events.append(.opened(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions))
         if abandoned { serviceRequests(now: now) }
-    }
-
-    /// The typed error for a refused upgrade (as ``ClientTransport`` reports it).
-    func rejection(_ head: HTTPResponseHead, body: HTTPBodyCollector) -> WebSocketError {
-        .handshakeRejected(status: head.status, headers: head.headerDictionary, body: Data(body.body))
     }
 
     /// Fails the opening handshake with `error`: the engine ends now.

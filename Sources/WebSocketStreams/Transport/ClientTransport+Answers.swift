@@ -1,10 +1,9 @@
 import SynchronizationSupport
-import FoundationEssentials
 import Logging
 import WebSocketCore
 
 /// The answers the opening steps read: the SOCKS5 proxy's, the HTTP proxy's to CONNECT,
-/// and the server's to the upgrade request (with the body of a refusal).
+/// and the server's to the upgrade request (read by ``UpgradeAnswer``, as ``ClientEngine`` reads it).
 extension ClientTransport {
     /// Plaintext that arrived before the protocol runs, handled by step.
     func receivedDuringOpening(_ connection: ClientConnection, _ bytes: UnsafeRawBufferPointer, loop: LoopConnections) {
@@ -57,70 +56,25 @@ extension ClientTransport {
             } catch {
                 failHandshake(connection, .connectionFailed("the proxy's answer to CONNECT is not HTTP: \(error)"))
             }
-        case .upgrading(var parser):
+        case .upgrading(var answer):
             opening.step = .idle
-            do {
-                guard let (head, consumed) = try parser.parse(bytes) else {
-                    opening.step = .upgrading(parser)
-                    return
-                }
-                reportHandshakeResponse(head)
-                let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
-                upgradeAnswered(connection, head: head, rest: rest, loop: loop)
-            } catch {
-                if tls == nil, let first = bytes.first, first == 0x15 || first == 0x16 {
-                    // A TLS alert or handshake record: the server expected a ClientHello.
-                    failHandshake(connection, .connectionFailed(
-                        "the server answered in TLS, not HTTP (\(url.hostHeader)): use wss:// for this server"))
-                    return
-                }
-                failHandshake(connection, .connectionFailed("the server's answer to the upgrade request is not valid HTTP: \(error)"))
-            }
-        case .rejected(let head, var body):
-            if body.append(bytes) {
-                failHandshake(connection, rejection(head, body: body))
-            } else {
-                opening.step = .rejected(head, body)
+            let hadHead = answer.head != nil
+            let outcome = answer.read(bytes)
+            opening.step = .upgrading(answer)
+            if !hadHead, let head = answer.head { reportHandshakeResponse(head) }
+            switch outcome {
+            case .needsMore:
+                break
+            case .upgraded(let negotiated, let framesStart):
+                opened(connection, negotiated: negotiated, loop: loop)
+                let frames = UnsafeRawBufferPointer(rebasing: bytes[framesStart...])
+                if isOpen, !frames.isEmpty { readFrames(connection, frames, loop: loop) }
+            case .failed(let error):
+                failHandshake(connection, error)
             }
         case .idle, .connecting, .securing, .open, .ended:
             break
         }
-    }
-
-    /// The server answered the upgrade request.
-    private func upgradeAnswered(
-        _ connection: ClientConnection, head: HTTPResponseHead, rest: UnsafeRawBufferPointer, loop: LoopConnections
-    ) {
-        let offeredExtensions = configuration.compression.isEnabled ? ["permessage-deflate"] : []
-        switch HandshakeValidator.validate(
-            head, key: opening.key, sha1: Crypto.sha1, offeredSubprotocols: configuration.subprotocols, offeredExtensions: offeredExtensions
-        ) {
-        case .success(let negotiated):
-            opened(connection, negotiated: negotiated, loop: loop)
-            if isOpen, !rest.isEmpty { readFrames(connection, rest, loop: loop) }
-        case .failure(.rejected):
-            var body = HTTPBodyCollector(head: head)
-            if body.append(rest) {
-                failHandshake(connection, rejection(head, body: body))
-            } else {
-                opening.step = .rejected(head, body)
-            }
-        case .failure(.invalid(let reason)):
-            failHandshake(connection, .connectionFailed("\(reason) (\(url.hostHeader))"))
-        }
-    }
-
-    /// The typed error for an upgrade the server refused. A success or a 404 means no
-    /// WebSocket endpoint is at that path (a plain HTTP server, or the wrong path): the error
-    /// says so, rather than only the status.
-    func rejection(_ head: HTTPResponseHead, body: HTTPBodyCollector) -> WebSocketError {
-        let rejected = WebSocketError.handshakeRejected(status: head.status, headers: head.headerDictionary, body: Data(body.body))
-        guard (200..<300).contains(head.status) || head.status == 404 else { return rejected }
-        return WebSocketError(
-            // The path without its query, which may carry a token.
-            code: .handshakeRejected,
-            reason: "no WebSocket endpoint at \(url.pathAndQuery.prefix { $0 != "?" }) on \(url.hostHeader)",
-            httpStatus: rejected.httpStatus, headers: rejected.headers, body: rejected.body)
     }
 
     // MARK: - The handshake as the wire-event observer sees it

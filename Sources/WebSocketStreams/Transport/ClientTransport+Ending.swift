@@ -10,9 +10,9 @@ extension ClientTransport {
             end(connection, connectError: connectFailure())
             return
         }
-        if case .rejected(let head, var body) = opening.step {
-            body.connectionClosed()
-            end(connection, connectError: rejection(head, body: body))
+        if case .upgrading(var answer) = opening.step, let refusal = answer.refusalCutShort(connectionClosed: true) {
+            opening.step = .upgrading(answer)
+            end(connection, connectError: refusal)
             return
         }
         if isOpen, abnormalEnd == nil { noteAbnormalEnd(reasonForLostConnection()) }

@@ -164,7 +164,7 @@ extension ClientTransport {
     }
 
     func sendUpgradeRequest(_ connection: ClientConnection, loop: LoopConnections) {
-        opening.step = .upgrading(HTTPResponseParser())
+        opening.step = .upgrading(UpgradeAnswer(url: url, key: opening.key, configuration: configuration, sha1: Crypto.sha1))
         opening.clock?.upgradeStarted()
         connection.logger.trace("sending the upgrade request for \(redactor?.redact(url.description) ?? url.description)")
         reportHandshakeRequest()
@@ -186,39 +186,25 @@ extension ClientTransport {
 
     /// The handshake succeeded: the protocol runs from here.
     func opened(_ connection: ClientConnection, negotiated: NegotiatedHandshake, loop: LoopConnections) {
-        var inflater: MessageInflater?
-        var frames = FrameWriter()
-        if let extensions = negotiated.extensions {
-            let compression = configuration.compression
-            do {
-                let parameters = try DeflateParameters(negotiating: extensions, offer: DeflateOffer(compression))
-                inflater = MessageInflater(parameters: parameters, releasesWhenIdle: compression.releasesMemoryWhenIdle)
-                if MessageDeflater.canCompress(with: parameters) {
-                    let deflater = try? MessageDeflater(
-                        parameters: parameters, level: compression.level, memoryLevel: compression.memoryLevel,
-                        releasesWhenIdle: compression.releasesMemoryWhenIdle)
-                    frames = FrameWriter(deflater: deflater, threshold: compression.threshold)
-                }
-            } catch {
-                failHandshake(connection, .connectionFailed("the server's permessage-deflate answer is invalid: \(error)"))
-                return
-            }
+        let codec: NegotiatedCodec
+        do {
+            codec = try NegotiatedCodec(negotiated: negotiated, configuration: configuration)
+        } catch {
+            failHandshake(connection, error)
+            return
         }
         opening.step = .open
         opening.clock?.opened()
         let timings = opening.clock?.timings ?? WebSocketConnectTimings()
         opening.clock = nil
         let tracksDelivery = socket.map { RawSocket.acknowledgedByteCount(of: $0.descriptor) != nil } ?? false
-        connection.writeSide.start(with: frames, tracksDelivery: tracksDelivery)
+        connection.writeSide.start(with: codec.writer, tracksDelivery: tracksDelivery)
         connection.recordOpened(timings: timings)  // metrics hook
         if let tls, let tlsContext = target.tlsContext {
             // TLS 1.3 tickets arrive after the handshake, before the 101 has been read.
             if let ticket = tls.ticket() { tlsContext.store(ticket, forServer: tlsServerKey) }
         }
-        reader.assembler = MessageAssembler(
-            maxMessageSize: configuration.maxMessageSize, maxFragments: configuration.maxFragmentsPerMessage, inflater: inflater,
-            streaming: configuration.streamsIncomingMessages
-                ? MessageAssembler.Streaming(maxMessageSize: configuration.maxStreamedMessageSize ?? .max) : nil)
+        reader.assembler = codec.assembler
         let (waiter, abandoned, error) = connection.machine.withLock {
             $0.established(subprotocol: negotiated.subprotocol, extensions: negotiated.extensions,
                            responseHeaders: negotiated.headers, timings: timings, now: .now)
@@ -238,8 +224,9 @@ extension ClientTransport {
         case .tunnelling: "for the proxy's answer to CONNECT (\(target.description))"
         case .negotiatingSOCKS: "for the SOCKS5 proxy (\(target.description))"
         case .securing: "in the TLS handshake with \(url.hostHeader)"
-        case .upgrading: "for the server's answer to the upgrade request (\(url.hostHeader)\(url.pathAndQuery))"
-        case .rejected, .open, .ended: "in the opening handshake with \(url.hostHeader)"
+        case .upgrading(let answer) where !answer.isReadingRefusal:
+            "for the server's answer to the upgrade request (\(url.hostHeader)\(url.pathAndQuery))"
+        case .upgrading, .open, .ended: "in the opening handshake with \(url.hostHeader)"
         }
         return WebSocketError(code: .timedOut, reason: "after \(configuration.connectTimeout) (connectTimeout) waiting \(step)")
     }

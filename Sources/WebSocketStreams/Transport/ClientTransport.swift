@@ -111,7 +111,7 @@ final class ClientTransport: @unchecked Sendable {
             // Before the upgrade request went out, drop the attempt at once. After, the
             // server may already have upgraded: give its answer a moment, so a 101 is
             // closed properly with 1001 (see `opened`) instead of dropped.
-            if case .upgrading = opening.step,
+            if case .upgrading(let answer) = opening.step, !answer.isReadingRefusal,
                let deadline = connection.machine.withLock({ $0.waitForAbandonedUpgrade(now: .now) }) {
                 socket.setTimer(max(.milliseconds(1), deadline - .now))
             } else {
@@ -163,9 +163,10 @@ final class ClientTransport: @unchecked Sendable {
         case .rearm:
             break
         case .handshakeTimedOut(let abandoned):
-            if case .rejected(let head, let body) = opening.step {
+            if case .upgrading(var answer) = opening.step, let refusal = answer.refusalCutShort(connectionClosed: false) {
                 // The body did not finish in time: report the refusal with what came.
-                failHandshake(connection, rejection(head, body: body))
+                opening.step = .upgrading(answer)
+                failHandshake(connection, refusal)
             } else {
                 failHandshake(connection, abandoned ? .connectionFailed("closed before the handshake finished") : handshakeTimedOut)
             }

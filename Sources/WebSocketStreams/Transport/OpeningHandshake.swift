@@ -17,10 +17,8 @@ struct OpeningHandshake {
         case negotiatingSOCKS(SOCKS5Handshake)
         /// TLS handshake under way.
         case securing
-        /// The upgrade request went out; the server's answer is being read.
-        case upgrading(HTTPResponseParser)
-        /// The server answered with another status; its body is being collected.
-        case rejected(HTTPResponseHead, HTTPBodyCollector)
+        /// The upgrade request went out; the server's answer (a refusal's body included) is being read.
+        case upgrading(UpgradeAnswer)
         /// The WebSocket protocol runs.
         case open
         /// The socket is gone.
