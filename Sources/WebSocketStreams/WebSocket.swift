@@ -109,7 +109,7 @@ public final class WebSocket: Sendable {
     /// ```
     nonisolated(nonsending)
     public func send(_ message: WebSocketMessage, compress: Bool) async throws {
-        try await connection.send(message, compress: compress)
+        try await connection.send(message, options: SendOptions(mayCompress: compress))
     }
 
     /// Sends a ping and returns the round-trip time to its pong.

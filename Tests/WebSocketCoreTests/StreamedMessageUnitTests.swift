@@ -154,9 +154,9 @@ struct StreamedSendUnitTests {
     @Test("pieces become one message: the kind's opcode first, continuations after, FIN only on the last")
     func pieceFrames() {
         var writer = FrameWriter()
-        writer.enqueue(OutgoingMessage(message: .binary(Data("ab".utf8)), mayCompress: false, position: .first(.text)))
-        writer.enqueue(OutgoingMessage(message: .binary(Data("cd".utf8)), mayCompress: false, position: .middle))
-        writer.enqueue(OutgoingMessage(message: .binary(Data()), mayCompress: false, position: .last(.text)))
+        writer.enqueue(OutgoingMessage(message: .binary(Data("ab".utf8)), options: .uncompressed, position: .first(.text)))
+        writer.enqueue(OutgoingMessage(message: .binary(Data("cd".utf8)), options: .uncompressed, position: .middle))
+        writer.enqueue(OutgoingMessage(message: .binary(Data()), options: .uncompressed, position: .last(.text)))
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { writer.fill($0) }
         // Three masked frames: 2 header bytes, 4 key bytes, the payload.

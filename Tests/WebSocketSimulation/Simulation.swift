@@ -146,7 +146,7 @@ public struct Simulation {
     mutating func pump() {
         guard var current = link, current.opened, current.engine.isOpen else { return }
         while let id = outbox.first, let (message, compress) = messages[id],
-              current.engine.send(OutgoingMessage(message: message, mayCompress: compress)) {
+              current.engine.send(OutgoingMessage(message: message, options: SendOptions(mayCompress: compress))) {
             outbox.removeFirst()
         }
         link = current

@@ -35,6 +35,29 @@ struct MessageControlTests {
         }
     }
 
+    @Test("a ReconnectingWebSocket keeps send(_:compress: false) while the message waits in its queue for a connection")
+    func optOutSurvivesTheQueue() async throws {
+        try await withTestServer { server in
+            let opened = AnnotatedMutex<WebSocket?>(nil)
+            let socket = ReconnectingWebSocket(to: server.url(path: "/echo")) { connection in
+                opened.withLock { $0 = connection }
+            }
+            let text = String(repeating: "the same words again and again. ", count: 256)  // 8 KiB
+            var replies = socket.messages.makeAsyncIterator()
+            // Sent before any connection is open: it waits in the queue, options and all.
+            try await socket.send(.text(text), compress: false)
+            #expect(await replies.next() == .text(text))
+            let connection = try #require(opened.withLock { $0 })
+            #expect(connection.extensions?.contains("permessage-deflate") == true)
+            let uncompressed = wireBytes(connection)
+            #expect(uncompressed >= text.utf8.count, "the opted-out message went out as it is")
+            try await socket.send(.text(text))
+            #expect(await replies.next() == .text(text))
+            #expect(wireBytes(connection) - uncompressed < text.utf8.count / 10, "the default still compresses")
+            await socket.close()
+        }
+    }
+
     @Test("messages under the threshold go uncompressed; at the threshold they are compressed")
     func threshold() async throws {
         try await withTestServer { server in

@@ -6,8 +6,8 @@ import SynchronizationSupport
 /// for the loop) and pings.
 extension ClientConnection {
     nonisolated(nonsending)
-    func send(_ message: WebSocketMessage, compress: Bool = true) async throws {
-        let message = OutgoingMessage(message: message, mayCompress: compress)
+    func send(_ message: WebSocketMessage, options: SendOptions = .default) async throws {
+        let message = OutgoingMessage(message: message, options: options)
         let started = DirectWriter.monotonicNanoseconds()
         defer { writeSide.lastSendReturned.store(DirectWriter.monotonicNanoseconds(), ordering: .relaxed) }
         if writeSide.mayTryDirectWrite(startedAt: started), try writeDirectly(message) {

@@ -18,7 +18,7 @@ extension ClientConnection {
                     throw WebSocketError.invalidMessage("the pieces of a streamed text message are not UTF-8")
                 }
                 let position: OutgoingMessage.Position = started ? .middle : .first(kind)
-                try await enqueue(OutgoingMessage(message: .binary(piece), mayCompress: false, position: position))
+                try await enqueue(OutgoingMessage(message: .binary(piece), options: .uncompressed, position: position))
                 started = true
             }
             guard started else {
@@ -28,7 +28,7 @@ extension ClientConnection {
             if kind == .text, !validator.isComplete {
                 throw WebSocketError.invalidMessage("the pieces of a streamed text message end inside a UTF-8 sequence")
             }
-            try await enqueue(OutgoingMessage(message: .binary(Data()), mayCompress: false, position: .last(kind)))
+            try await enqueue(OutgoingMessage(message: .binary(Data()), options: .uncompressed, position: .last(kind)))
         } catch {
             // Frames of the message are out and its end never will be: no other message
             // may follow them, so the connection ends.

@@ -34,10 +34,8 @@ struct OutgoingMessage: Sendable, Equatable {
     }
 
     var message: WebSocketMessage
-    /// Whether permessage-deflate may compress it: `false` when its `send` opted out
-    /// (``WebSocket/send(_:compress:)``). Messages under the threshold are not compressed
-    /// either way, nor are the pieces of a streamed message.
-    var mayCompress = true
+    /// How its `send` asked for it to be sent.
+    var options = SendOptions.default
     var position = Position.whole
 
     var byteCount: Int { message.byteCount }

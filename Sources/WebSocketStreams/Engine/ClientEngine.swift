@@ -164,7 +164,7 @@ struct ClientEngine {
     /// Queues a message behind those accepted before; `false` when the queue is full (the
     /// sender would wait) or the connection is not open (then ``closedError`` says why).
     mutating func send(_ message: WebSocketMessage, compress: Bool = true) -> Bool {
-        send(OutgoingMessage(message: message, mayCompress: compress))
+        send(OutgoingMessage(message: message, options: SendOptions(mayCompress: compress)))
     }
 
     /// Queues a message, or one piece of a streamed one.

@@ -5,7 +5,7 @@ extension ReconnectingStorage {
     // MARK: - Sending
 
     /// Sends on the open connection, or queues until one is open and `onConnect` has run.
-    func send(_ message: WebSocketMessage, compress: Bool = true) async throws {
+    func send(_ message: WebSocketMessage, options: SendOptions = .default) async throws {
         startIfNeeded()
         // Fast path: set up and nothing queued ahead, so straight to the connection.
         let direct: ClientConnection? = shared.withLock { shared in
@@ -14,7 +14,7 @@ extension ReconnectingStorage {
         }
         if let direct {
             do {
-                try await direct.send(message, compress: compress)
+                try await direct.send(message, options: options)
                 return
             } catch is CancellationError {
                 throw CancellationError()
@@ -22,7 +22,7 @@ extension ReconnectingStorage {
                 // The connection is closing: the message waits for the next one.
             }
         }
-        try await enqueue(message, compress: compress)
+        try await enqueue(message, options: options)
     }
 
     /// Queues without waiting: the message goes out in order with everything else.
@@ -58,7 +58,7 @@ extension ReconnectingStorage {
         case fail(any Error)
     }
 
-    private func enqueue(_ message: WebSocketMessage, compress: Bool) async throws {
+    private func enqueue(_ message: WebSocketMessage, options: SendOptions) async throws {
         let id = shared.withLock { shared in
             shared.outbox.nextSendID += 1
             return shared.outbox.nextSendID
@@ -75,7 +75,7 @@ extension ReconnectingStorage {
                         || (shared.outbox.queuedBytes > 0 && shared.outbox.queuedBytes + size > policy.maxQueuedBytes) {
                         return .fail(WebSocketError.sendQueueFull(messages: shared.outbox.queue.count, bytes: shared.outbox.queuedBytes))
                     }
-                    let item = QueuedMessage(id: id, message: message, mayCompress: compress, sender: continuation)
+                    let item = QueuedMessage(id: id, message: message, options: options, sender: continuation)
                     if let pump = shared.outbox.pumpWaiter {
                         // A waiting pump means the queue is empty: hand the message straight over.
                         shared.outbox.pumpWaiter = nil

@@ -87,7 +87,7 @@ extension ReconnectingStorage {
             for message in unsent.reversed() {
                 shared.outbox.nextSendID += 1
                 shared.outbox.queue.prepend(
-                    QueuedMessage(id: shared.outbox.nextSendID, message: message, mayCompress: false, sender: nil))
+                    QueuedMessage(id: shared.outbox.nextSendID, message: message, options: .uncompressed, sender: nil))
                 shared.outbox.queuedBytes += message.byteCount
             }
             return shared.machine.connectionEnded(ended, at: now, random: .random(in: 0...1))
@@ -156,7 +156,7 @@ extension ReconnectingStorage {
         shared.withLock { $0.outbox.pumpStopped = false }
         while let item = await nextQueued() {
             do {
-                try await connection.send(item.message, compress: item.mayCompress)
+                try await connection.send(item.message, options: item.options)
                 item.sender?.resume()
             } catch {
                 shared.withLock { shared in

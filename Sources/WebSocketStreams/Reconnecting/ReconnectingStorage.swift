@@ -13,9 +13,9 @@ final class ReconnectingStorage: Sendable {
     struct QueuedMessage {
         let id: UInt64
         let message: WebSocketMessage
-        /// Whether it may be compressed: `false` when its `send` opted out, and for a message
-        /// re-queued after a drop (whether it had opted out is not kept that far).
-        var mayCompress = true
+        /// How its `send` asked for it to be sent (``SendOptions/uncompressed`` for a message
+        /// re-queued after a drop).
+        var options = SendOptions.default
         /// The waiting `send`; `nil` for a message re-queued after its connection dropped
         /// (its sender already returned).
         let sender: Sender?

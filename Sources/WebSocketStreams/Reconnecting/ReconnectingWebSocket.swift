@@ -178,7 +178,7 @@ public final class ReconnectingWebSocket: Sendable {
     /// whatever ``WebSocketConfiguration/compression`` says (see ``WebSocket/send(_:compress:)``).
     /// A message resent after a drop is sent uncompressed, whichever way it was sent first.
     public func send(_ message: WebSocketMessage, compress: Bool) async throws {
-        try await storage.send(message, compress: compress)
+        try await storage.send(message, options: SendOptions(mayCompress: compress))
     }
 
     /// Queues a message and returns at once, without waiting for a connection: messages

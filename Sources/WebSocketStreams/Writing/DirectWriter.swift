@@ -78,7 +78,7 @@ struct DirectWriter {
     /// Whether `message` may be written directly now (the state machine is asked too).
     func mayWrite(_ message: OutgoingMessage) -> Bool {
         descriptor >= 0
-            && message.byteCount <= (message.mayCompress ? largestCompressiblePayloadNow : DirectWriter.largestPayload)
+            && message.byteCount <= (message.options.mayCompress ? largestCompressiblePayloadNow : DirectWriter.largestPayload)
     }
 
     /// Encodes `message` as one masked frame and writes it to the socket without blocking;

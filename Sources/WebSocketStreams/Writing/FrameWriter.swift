@@ -112,7 +112,7 @@ package struct FrameWriter {
 
     /// Queues a message behind those already queued; `compress: false` keeps it uncompressed.
     package mutating func enqueue(_ message: WebSocketMessage, compress: Bool = true) {
-        enqueue(OutgoingMessage(message: message, mayCompress: compress))
+        enqueue(OutgoingMessage(message: message, options: SendOptions(mayCompress: compress)))
     }
 
     /// Queues a message behind those already queued.
@@ -264,7 +264,7 @@ package struct FrameWriter {
     private mutating func start(_ next: OutgoingMessage) -> Outgoing {
         let message = next.message
         var outgoing = Outgoing(message: message, position: next.position)
-        if let deflater, next.mayCompress, next.position == .whole, message.byteCount >= compressionThreshold {
+        if let deflater, next.options.mayCompress, next.position == .whole, message.byteCount >= compressionThreshold {
             var compressed: [UInt8] = []
             compressed.reserveCapacity(message.byteCount / 2 + 64)
             let moreFollow = !messages.isEmpty
