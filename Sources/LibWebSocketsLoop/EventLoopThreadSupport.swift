@@ -1,12 +1,16 @@
 import CLibWebSockets
 
-/// The buffers ``EventLoopThread/runInbox(rounds:)`` swaps with the inbox's, and whether it
-/// is running jobs.
-// @unchecked: only the loop thread uses them (`runInbox` runs there only, and
-// `isRunningJobsHere` reads `runningJobs` only after checking it runs there).
+/// The buffers ``EventLoopThread/runInbox(rounds:)`` swaps with the inbox's, whether it
+/// is running jobs, and the lws log lines held back under a lock.
+// @unchecked: only the loop thread uses them (`runInbox` runs there only,
+// `isRunningJobsHere` reads `runningJobs` only after checking it runs there, and log lines
+// reach `heldLogLines` through the loop thread's own pthread registration).
 final class EventLoopThreadBuffers: @unchecked Sendable {
     var work: [any LoopWork] = []
     var jobs: [UnownedJob] = []
+    /// lws's log lines held back while the loop thread holds a lock (``LWSLogging/holdingLines(_:)``),
+    /// for the delegate once it is released; `nil` when lines go out at once.
+    var heldLogLines: [(level: Int32, line: String)]?
     /// Set while `runInbox` runs jobs.
     var runningJobs = false
     /// Set when `runInbox` ran something since the loop last looked (debug builds).

@@ -38,10 +38,13 @@ package enum LWSContextFactory {
         contextInfo.port = CONTEXT_PORT_NO_LISTEN
         contextInfo.options = (info.options & ~globalInit) | UInt64(LWS_SERVER_OPTION_EXPLICIT_VHOSTS)
         var context: OpaquePointer?
-        libraryInitialised.withLock { initialised in
-            if usesTLS, !initialised { contextInfo.options |= globalInit }
-            context = lws_create_context(&contextInfo)
-            if context != nil, usesTLS { initialised = true }
+        // lws logs as it creates a context: its lines wait until the lock is released.
+        LWSLogging.holdingLines {
+            libraryInitialised.withLock { initialised in
+                if usesTLS, !initialised { contextInfo.options |= globalInit }
+                context = lws_create_context(&contextInfo)
+                if context != nil, usesTLS { initialised = true }
+            }
         }
         guard let context else { return nil }
         if usesTLS { info.options |= globalInit } else { info.options &= ~globalInit }

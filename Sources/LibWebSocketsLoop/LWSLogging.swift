@@ -43,7 +43,26 @@ package enum LWSLogging {
         let thread = Unmanaged<EventLoopThread>.fromOpaque(slot).takeUnretainedValue()
         var text = String(cString: line)
         while text.last == "\n" { text.removeLast() }
-        thread.delegate.log(level: level, line: text)
+        if thread.spare.heldLogLines != nil {
+            thread.spare.heldLogLines?.append((level, text))
+        } else {
+            thread.delegate.log(level: level, line: text)
+        }
+    }
+
+    /// Runs `body`, which calls lws under a lock, holding back the lines lws logs on this
+    /// thread meanwhile; they reach the delegate (and the user's logger) once `body` has
+    /// returned and its lock is released. Loggers are user code, never called under a lock.
+    package static func holdingLines<Result>(_ body: () -> Result) -> Result {
+        guard let slot = pthread_getspecific(threadKey) else { return body() }
+        let thread = Unmanaged<EventLoopThread>.fromOpaque(slot).takeUnretainedValue()
+        guard thread.spare.heldLogLines == nil else { return body() }  // an outer call delivers them
+        thread.spare.heldLogLines = []
+        let result = body()
+        let lines = thread.spare.heldLogLines ?? []
+        thread.spare.heldLogLines = nil
+        for (level, line) in lines { thread.delegate.log(level: level, line: line) }
+        return result
     }
 
     /// Registers `thread` as the current loop thread. Called on the loop thread.
@@ -69,6 +88,10 @@ package enum LWSLogging {
     }
 
     private static func adjust(_ logLevel: Logger.Level, by delta: Int) {
+        holdingLines { setLevel(logLevel, by: delta) }
+    }
+
+    private static func setLevel(_ logLevel: Logger.Level, by delta: Int) {
         claims.withLock { claims in
             if logLevel <= .trace {
                 claims.trace += delta
