@@ -40,7 +40,13 @@ final class ReconnectingLink: SessionLink {
             }
         }
         socket = ReconnectingWebSocket(to: url, configuration: configuration, prepare: prepare, onConnect: { connection in
-            current.connection.withLock { $0 = connection }
+            // The previous connection is released after the lock: its deinit takes the SDK's locks.
+            let previous = current.connection.withLock { held in
+                let previous = held
+                held = connection
+                return previous
+            }
+            _ = consume previous
             onConnect(connection)
         })
     }
