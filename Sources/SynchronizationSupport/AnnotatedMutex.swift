@@ -24,11 +24,19 @@ public struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
     /// The address ThreadSanitizer knows this lock by; 0 when ThreadSanitizer is not loaded.
     @usableFromInline
     let syncAddress: UInt
+    #if DEBUG
+    /// Where the lock stands in the lock order (checked in debug builds only).
+    @usableFromInline
+    let rank: LockRank
+    #endif
 
-    /// A lock protecting `initialValue`.
-    public init(_ initialValue: consuming sending Value) {
+    /// A lock protecting `initialValue`, at `rank` in the lock order (a leaf unless given).
+    public init(_ initialValue: consuming sending Value, rank: LockRank = .leaf) {
         mutex = Mutex(initialValue)
         syncAddress = ThreadSanitizerAnnotations.isActive ? UInt(bitPattern: malloc(1)) : 0
+        #if DEBUG
+        self.rank = rank
+        #endif
     }
 
     deinit {
@@ -41,6 +49,10 @@ public struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
         let address = syncAddress
+        #if DEBUG
+        LockOrderCheck.willTake(rank)
+        defer { LockOrderCheck.released(rank) }
+        #endif
         return try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in
             if address != 0 { ThreadSanitizerAnnotations.acquire(address) }
             defer { if address != 0 { ThreadSanitizerAnnotations.release(address) } }
@@ -59,6 +71,10 @@ public struct AnnotatedMutex<Value: ~Copyable>: ~Copyable {
         return try mutex.withLockIfAvailable { (value: inout sending Value) throws(E) -> sending Result in
             if address != 0 { ThreadSanitizerAnnotations.acquire(address) }
             defer { if address != 0 { ThreadSanitizerAnnotations.release(address) } }
+            #if DEBUG
+            LockOrderCheck.took(rank)
+            defer { LockOrderCheck.released(rank) }
+            #endif
             return try body(&value)
         }
     }

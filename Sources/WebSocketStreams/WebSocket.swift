@@ -156,19 +156,19 @@ public final class WebSocket: Sendable {
     /// `nil` while open or closing. A peer's code reaches you unchanged (1012, 1013 and
     /// 1014 included).
     public var closeCode: WebSocketCloseCode? {
-        connection.machine.withLock { $0.ending?.closeCode }
+        connection.read { $0.ending?.closeCode }
     }
 
     /// How the connection ended, as one value (who started the end, code, reason, error,
     /// unsent messages); `nil` while it is open. The same facts as ``closeCode``,
     /// ``closeReason``, ``error`` and ``unsentMessages``, plus who closed.
     public var ending: WebSocketEnding? {
-        connection.machine.withLock { $0.ending }
+        connection.read { $0.ending }
     }
 
     /// The reason text that came with ``closeCode`` (empty when none).
     public var closeReason: String {
-        connection.machine.withLock { $0.ending?.closeReason ?? "" }
+        connection.read { $0.ending?.closeReason ?? "" }
     }
 
     /// The error that ended the connection, once it has ended (or, when this side ends it
@@ -181,7 +181,7 @@ public final class WebSocket: Sendable {
     /// ``WebSocketError/Code/invalidUse`` when it was read the wrong way. `nil` for a
     /// connection closed by a close handshake, or by ``close(code:reason:)`` (see ``closeCode``).
     public var error: WebSocketError? {
-        connection.machine.withLock { $0.error }
+        connection.read { $0.error }
     }
 
     /// Messages accepted by ``send(_:)`` that the peer's TCP never acknowledged, oldest first:
@@ -190,12 +190,12 @@ public final class WebSocket: Sendable {
     /// acknowledged is never listed. Empty while open, and after a clean close. Over a Unix
     /// domain socket, where there is no acknowledgement to read, only unwritten ones are listed.
     public var unsentMessages: [WebSocketMessage] {
-        connection.machine.withLock { $0.unsentMessages }
+        connection.read { $0.unsentMessages }
     }
 
     /// The subprotocol the server chose from ``WebSocketConfiguration/subprotocols``, if any.
     public var subprotocol: String? {
-        connection.machine.withLock { $0.subprotocol }
+        connection.read { $0.subprotocol }
     }
 
     /// Whether this `wss://` connection resumed an earlier TLS session with the same server
@@ -203,19 +203,19 @@ public final class WebSocket: Sendable {
     /// newest session of the last connection to the same host and port, so reconnects
     /// of a ``ReconnectingWebSocket`` resume. `false` for `ws://`.
     public var isTLSSessionResumed: Bool {
-        connection.machine.withLock { $0.tlsSessionResumed }
+        connection.read { $0.tlsSessionResumed }
     }
 
     /// The `Sec-WebSocket-Extensions` the server accepted, e.g. `permessage-deflate`; `nil` when none.
     public var extensions: String? {
-        connection.machine.withLock { $0.negotiatedExtensions }
+        connection.read { $0.negotiatedExtensions }
     }
 
     /// Every header of the server's `101 Switching Protocols` answer, by canonical name
     /// (e.g. `Server`, `Set-Cookie`, `Sec-WebSocket-Protocol`); repeated ones are joined
     /// with `", "`.
     public var responseHeaders: [String: String] {
-        connection.machine.withLock { $0.responseHeaders }
+        connection.read { $0.responseHeaders }
     }
 
     /// The total size of the data messages written to the socket so far, in payload bytes
@@ -231,12 +231,12 @@ public final class WebSocket: Sendable {
 
     /// Whether the connection is open (not yet closing or closed).
     public var isOpen: Bool {
-        connection.machine.withLock { $0.isOpen }
+        connection.read { $0.isOpen }
     }
 
     /// The most received bytes ever buffered for the consumer at once (for tests).
     var inboundPeakBytes: Int {
-        connection.machine.withLock { $0.inboundPeakBytes }
+        connection.read { $0.inboundPeakBytes }
     }
 
     /// The URL this connection was made to (without user info): after redirects, the
@@ -248,6 +248,6 @@ public final class WebSocket: Sendable {
     /// How long each phase of the opening handshake took: name resolution, TCP (and how
     /// many addresses were tried), a proxy tunnel, TLS, the upgrade, and the redirects.
     public var connectTimings: WebSocketConnectTimings {
-        connection.machine.withLock { $0.connectTimings }
+        connection.read { $0.connectTimings }
     }
 }

@@ -18,7 +18,7 @@ final class Console: Sendable {
     }
 
     private let writer: OutputWriter
-    private let footer = AnnotatedMutex<Footer?>(nil)
+    private let footer = AnnotatedMutex<Footer?>(nil, rank: .consoleFooter)
     /// Whether standard output is a terminal.
     let outputIsTerminal: Bool
     /// Whether standard error is a terminal.

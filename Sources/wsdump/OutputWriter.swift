@@ -39,7 +39,7 @@ final class OutputWriter: Sendable {
     /// Unwritten bytes beyond which ``waitForRoom()`` waits.
     static let roomLimit = 1 << 20
 
-    private let state = AnnotatedMutex(State())
+    private let state = AnnotatedMutex(State(), rank: .outputQueue)
     private let wakeUp = DispatchSemaphore(value: 0)
     private let onClosed: @Sendable (Int32) -> Void
 

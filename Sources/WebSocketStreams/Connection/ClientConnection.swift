@@ -9,7 +9,7 @@ import WebSocketCore
 ///
 /// It holds the ``ConnectionStateMachine`` behind its lock, shared by the user's tasks and
 /// the loop thread; the ``WriteSide``, whose lock makes one writer of the socket (taken
-/// before the machine's, never after); and the ``ClientTransport`` that only the loop
+/// before the machine's, never after: `LockOrder.swift`, checked in debug builds); and the ``ClientTransport`` that only the loop
 /// thread touches. User operations take a lock, get an action back, release the lock and
 /// then resume continuations or wake the loop: nothing is resumed, awaited or called out
 /// to while a lock is held.
@@ -57,7 +57,8 @@ final class ClientConnection: LoopWork {
         self.logger = configuration.logger
         self.eventLoop = eventLoop
         consumerPollNanoseconds = eventLoop.thread.busyPollNanoseconds
-        machine = AnnotatedMutex(ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline))
+        machine = AnnotatedMutex(
+            ConnectionStateMachine(configuration: configuration, handshakeDeadline: handshakeDeadline), rank: .connectionMachine)
         writeSide = WriteSide(loop: eventLoop.thread)
         transport = ClientTransport(configuration: sharedConfiguration, url: url, target: target, clock: clock)
         eventLoop.connectionCountChanged(by: 1)
@@ -69,6 +70,12 @@ final class ClientConnection: LoopWork {
 
     /// The thread of the loop this connection runs on.
     var loopThread: EventLoopThread { eventLoop.thread }
+
+    /// A fact about the connection, read under the machine's lock: the public getters of
+    /// ``WebSocket`` read through this, never the lock itself.
+    func read<Fact: Sendable>(_ fact: (borrowing ConnectionStateMachine) -> Fact) -> Fact {
+        machine.withLock { fact($0) }
+    }
 
     // MARK: - Loop entry
 

@@ -113,7 +113,8 @@ final class ReconnectingStorage: Sendable {
         self.eventLoop = eventLoop
         self.timing = reconnectTiming(clock)
         self.onConnect = onConnect
-        shared = AnnotatedMutex(Shared(machine: ReconnectStateMachine(policy: policy, refreshesCredentials: prepare != nil)))
+        shared = AnnotatedMutex(
+            Shared(machine: ReconnectStateMachine(policy: policy, refreshesCredentials: prepare != nil)), rank: .reconnectingStorage)
     }
 
     var policy: ReconnectPolicy { shared.withLock { $0.machine.policy } }

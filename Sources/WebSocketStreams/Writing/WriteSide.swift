@@ -18,7 +18,7 @@ import SynchronizationSupport
 /// caller carries it out after. Lock order: this lock, then the state machine's; never
 /// the other way round.
 final class WriteSide: Sendable {
-    let state = AnnotatedMutex(State())
+    let state = AnnotatedMutex(State(), rank: .writeSide)
     /// What only the loop touches, without the lock.
     let loopSide: LoopBound<LoopSide>
     /// When the latest `send` returned (``DirectWriter/monotonicNanoseconds()``).
