@@ -133,9 +133,11 @@ final class WSDumpProcess: Sendable {
     /// Standard error so far (empty for a terminal: it is mixed into ``stdout``).
     var stderr: String { stderrCollector?.text ?? "" }
 
-    /// Writes to the child's standard input (an ``Input/open`` pipe).
+    /// Writes to the child's standard input (an ``Input/open`` pipe). A child that has
+    /// exited takes nothing: the write is dropped, and the test fails on what it printed,
+    /// not on a broken pipe that would stop the whole test process.
     func write(_ text: String) {
-        input?.write(Data(text.utf8))
+        try? input?.write(contentsOf: Data(text.utf8))
     }
 
     /// Ends the child's standard input.
