@@ -130,15 +130,18 @@ struct ClientEngine {
     }
 
     /// The events since the last call, oldest first. Taking them is the consumer reading:
-    /// messages buffered in the machine are handed over, a failure held for the consumer
-    /// applies, and reading resumes when it had paused (the bytes held meanwhile are read).
+    /// the messages buffered in the machine are handed over, and the consumer holds them
+    /// until its next call. A call that finds no message is the consumer coming back for
+    /// more (as a task parks in production): a failure held for it applies then, after what
+    /// it sent meanwhile. Reading resumes when it had paused (the bytes held are read).
     mutating func takeEvents(now: ContinuousClock.Instant) -> [Event] {
+        var handedOver = false
         var progressed = true
         while progressed {
             progressed = false
-            drainMessages()
+            if drainMessages() { handedOver = true }
             serviceRequests(now: now)
-            if let failing = machine.applyDeferredFailure(now: now) {
+            if !handedOver, consumerCameBack(), let failing = machine.applyDeferredFailure(now: now) {
                 carryOut(failing)
             } else if isReadingPaused, !hasEnded, machine.readingResumed(now: now) {
                 isReadingPaused = false
@@ -154,9 +157,25 @@ struct ClientEngine {
         return events
     }
 
-    /// Moves the messages the machine buffered into the events (the consumer takes them all).
-    mutating func drainMessages() {
-        while case .message(let message, _) = machine.next() { events.append(.message(message)) }
+    /// Moves the messages the machine buffered into the events; whether there were any.
+    /// The machine counts the consumer as holding them until it comes back.
+    @discardableResult
+    mutating func drainMessages() -> Bool {
+        var any = false
+        while machine.bufferedMessageCount > 0, case .message(let message, _) = machine.next() {
+            events.append(.message(message))
+            any = true
+        }
+        return any
+    }
+
+    /// The consumer asks for more with nothing buffered: it is done with what it held.
+    private mutating func consumerCameBack() -> Bool {
+        if case .message(let message, _) = machine.next() {
+            events.append(.message(message))  // cannot happen: the buffer was just drained
+            return false
+        }
+        return true
     }
 
     // MARK: - The user

@@ -144,6 +144,43 @@ struct ClientEngineTests {
         #expect(ending.closeCode == .messageTooBig && ending.error?.code == .messageTooLarge)
     }
 
+    @Test("Autobahn 4.1.4: the reply to the message before a reserved opcode goes out before the close that fails the connection")
+    func replyBeforeHeldFailure() {
+        var (engine, now) = openEngine()
+        // "hi", then a frame with the reserved opcode 6, in one read.
+        engine.receive([0x81, 0x02, 0x68, 0x69, 0x86, 0x00], now: now)
+        let beforeTaking = engine.takeOutput(budget: 4096, now: now)
+        #expect(beforeTaking.isEmpty, "the failure waits for the consumer to finish with \"hi\"")
+        let taken = engine.takeEvents(now: now)
+        guard taken.count == 1, case .message(.text("hi")) = taken[0] else {
+            Issue.record("the consumer gets the message first: \(taken)")
+            return
+        }
+        let accepted = engine.send(.text("hi"))
+        #expect(accepted, "the consumer's reply is accepted: the connection has not failed yet")
+        // The consumer comes back for more: the failure applies, behind the reply.
+        #expect(engine.takeEvents(now: now).isEmpty)
+        let written = EngineUnderTest.unmask(engine.takeOutput(budget: 4096, now: now))
+        #expect(written.map(\.opcode) == [0x1, 0x8])
+        #expect(written.first?.payload == Array("hi".utf8))
+        #expect(written.last.map { Array($0.payload.prefix(2)) } == [0x03, 0xEA], "1002")
+        engine.socketClosed(acknowledged: engine.streamBytes)
+        guard case .ended(let ending)? = engine.takeEvents(now: now).last else {
+            Issue.record("the engine ends")
+            return
+        }
+        #expect(ending.closeCode == .protocolError && ending.unsentMessages.isEmpty)
+    }
+
+    @Test("a reserved opcode with nothing in the consumer's hands fails the connection at once")
+    func failureNotHeld() {
+        var (engine, now) = openEngine()
+        #expect(engine.takeEvents(now: now).isEmpty, "the consumer waits, holding nothing")
+        engine.receive([0x86, 0x00], now: now)
+        let written = EngineUnderTest.unmask(engine.takeOutput(budget: 4096, now: now))
+        #expect(written.map(\.opcode) == [0x8])
+    }
+
     @Test("the close handshake from the server: echoed, then the server's FIN ends it cleanly, once")
     func serverCloses() {
         var (engine, now) = openEngine()

@@ -109,7 +109,8 @@ extension ConnectionStateMachine {
         var failure: ProtocolFailure
         var error: WebSocketError
         /// The close frame to write now, ahead of anything not yet started (`nil` when this
-        /// side's close frame is already with the writer).
+        /// side's close frame is already with the writer, or queued behind the messages
+        /// accepted before the failure: see ``fail(_:now:behindQueuedMessages:)``).
         var closeFrame: CloseFrame?
         var failedSenders: [OutboundQueue.Sender]
     }
@@ -117,7 +118,14 @@ extension ConnectionStateMachine {
     /// Fails the connection because `failure` broke a rule: its close frame goes out ahead
     /// of anything not started, nothing more is read, and the socket is dropped shortly
     /// after the frame is out if the peer has not ended TCP by then.
-    mutating func fail(_ failure: ProtocolFailure, now: ContinuousClock.Instant) -> Failing {
+    ///
+    /// `behindQueuedMessages`: a failure held for the consumer (``protocolFailure(_:now:)``)
+    /// is applied once the consumer is done with the messages before it, and what it sent
+    /// meanwhile (its replies to them, the reason the failure was held) goes out first: the
+    /// close frame is queued behind the messages accepted so far, not written ahead of them.
+    mutating func fail(
+        _ failure: ProtocolFailure, now: ContinuousClock.Instant, behindQueuedMessages: Bool = false
+    ) -> Failing {
         let error: WebSocketError = if failure.exceedsFragmentLimit {
             WebSocketError(code: .messageTooLarge, reason: failure.reason, closeCode: .messageTooBig, closeReason: "")
         } else if failure.code == .messageTooBig {
@@ -125,7 +133,7 @@ extension ConnectionStateMachine {
         } else {
             .protocolViolation(closeCode: failure.code, reason: failure.reason)
         }
-        let frame = failed(with: error, closeCode: failure.code, reason: failure.reason)
+        let frame = failed(with: error, closeCode: failure.code, reason: failure.reason, behindQueuedMessages: behindQueuedMessages)
         moveCloseDeadline(.failing, now: now)
         return Failing(failure: failure, error: error, closeFrame: frame, failedSenders: takeParkedSendersIfClosing())
     }
@@ -133,8 +141,11 @@ extension ConnectionStateMachine {
     /// The connection ends because of `error` (too large, pong timeout, invalid data);
     /// `closeCode` is what this side sends, or nil when the socket is just dropped.
     /// Returns the close frame to write now, if this side had none with the writer yet.
+    /// With `behindQueuedMessages`, the frame waits behind the queued messages (`nil` is returned).
     @discardableResult
-    mutating func failed(with error: WebSocketError, closeCode: WebSocketCloseCode?, reason: String = "") -> CloseFrame? {
+    mutating func failed(
+        with error: WebSocketError, closeCode: WebSocketCloseCode?, reason: String = "", behindQueuedMessages: Bool = false
+    ) -> CloseFrame? {
         var closing: Closing
         switch state {
         case .open: closing = Closing()
@@ -146,8 +157,15 @@ extension ConnectionStateMachine {
         var frame: CloseFrame?
         if let closeCode {
             if closing.local.map({ $0.progress == .queued }) ?? true {
-                frame = CloseFrame(code: closeCode, reason: reason)
-                closing.local = LocalClose(frame: frame!, progress: .taken, failsConnection: true)
+                let closeFrame = CloseFrame(code: closeCode, reason: reason)
+                if behindQueuedMessages {
+                    // `takeWrites` hands it out once the queue is empty, and the writer
+                    // writes it behind the messages it already holds.
+                    closing.local = LocalClose(frame: closeFrame, progress: .queued, failsConnection: true)
+                } else {
+                    frame = closeFrame
+                    closing.local = LocalClose(frame: closeFrame, progress: .taken, failsConnection: true)
+                }
             } else {
                 closing.local?.failsConnection = true
             }

@@ -185,10 +185,11 @@ extension ConnectionStateMachine {
         return .deferred
     }
 
-    /// Applies a failure held by ``protocolFailure(_:now:)``; `nil` when none is held.
+    /// Applies a failure held by ``protocolFailure(_:now:)``; `nil` when none is held. What
+    /// the consumer sent while it was held goes out before the close frame.
     mutating func applyDeferredFailure(now: ContinuousClock.Instant) -> Failing? {
         guard let (failure, _) = deferredFailure else { return nil }
         deferredFailure = nil
-        return fail(failure, now: now)
+        return fail(failure, now: now, behindQueuedMessages: true)
     }
 }
