@@ -76,6 +76,26 @@ struct CloseTests {
         }
     }
 
+    @Test("close() right after connecting, while the server pushes 5 MB messages, finishes the close handshake cleanly")
+    func closeDuringLargePush() async throws {
+        try await withTestServer { server in
+            // 20 MB on its way: more than the consumer's buffer (4 MiB), and nobody reads it.
+            let connection = try await WebSocket.connect(to: server.url(path: "/push?count=4&size=5242880"))
+            await connection.close(code: .normalClosure, reason: "enough")
+            let ending = try #require(connection.ending, "close() returns once the connection has ended")
+            #expect(ending.initiator == .local)
+            #expect(ending.closeCode == .normalClosure, "the server answered the close: not a timeout or a drop")
+            #expect(ending.error == nil)
+            #expect(ending.unsentMessages.isEmpty)
+            // The server saw this side's close frame with its code, in the right order.
+            let seen = try await server.waitUntil { !$0.closeCodes.isEmpty }
+            #expect(seen.closeCodes == [.normalClosure])
+            var remaining = 0
+            for await _ in connection.messages { remaining += 1 }
+            #expect(remaining <= 4, "what had arrived before the close is still readable, and no more")
+        }
+    }
+
     @Test("ending says who closed: the peer, this side, or nobody (connection lost)")
     func endingSaysWhoClosed() async throws {
         try await withTestServer { server in
