@@ -53,7 +53,7 @@ def write_markdown(runs, path):
         "(autobahntestsuite 25.10.1, ported to Python 3 by ../shared/conformance) runs every client case "
         "against `wsbench --workload autobahn`, which echoes every message with its type using the public "
         "`WebSocket` API. It runs once per way below: with the default offer "
-        "(`permessage-deflate; client_max_window_bits`); with one that asks for a 9-bit client window "
+        "(`permessage-deflate; client_max_window_bits=12`); with one that asks for a 9-bit client window "
         "without context takeover (`WebSocketCompression.clientMaxWindowBits = 9`, "
         "`clientNoContextTakeover = true`); and with the default offer reading every message in pieces "
         "as it arrives (`streamsIncomingMessages`, `messageStreams`) and echoing it piece by piece as they "
