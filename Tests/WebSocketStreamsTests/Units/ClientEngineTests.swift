@@ -172,6 +172,28 @@ struct ClientEngineTests {
         #expect(ending.closeCode == .protocolError && ending.unsentMessages.isEmpty)
     }
 
+    @Test("a held failure's close waits behind a long reply for the close timeout, not the one-second linger")
+    func heldFailureBehindLongReply() {
+        var (engine, now) = openEngine()
+        engine.receive([0x81, 0x02, 0x68, 0x69, 0x86, 0x00], now: now)
+        _ = engine.takeEvents(now: now)  // the consumer takes "hi"
+        let reply = WebSocketMessage.binary(Data(repeating: 7, count: 60_000))
+        let accepted = engine.send(reply, compress: false)
+        #expect(accepted)
+        #expect(engine.takeEvents(now: now).isEmpty)  // it comes back: the failure applies, behind the reply
+        #expect(engine.nextDeadline == now + engine.machine.timing.closeTimeout, "the close timeout, not the linger")
+        // The peer reads slowly: 1 KB now, the rest two seconds later, past the linger.
+        var output = engine.takeOutput(budget: 1_000, now: now)
+        let later = now + .seconds(2)
+        #expect(engine.nextDeadline.map { $0 > later } == true, "not dropped while the reply drains")
+        output += engine.takeOutput(budget: 1 << 20, now: later)
+        let written = EngineUnderTest.unmask(output)
+        #expect(written.map(\.opcode) == [0x2, 0x8])
+        #expect(written.first?.payload.count == 60_000)
+        #expect(written.last.map { Array($0.payload.prefix(2)) } == [0x03, 0xEA], "1002")
+        #expect(engine.nextDeadline == later + .seconds(1), "once the close is out, the linger")
+    }
+
     @Test("a reserved opcode with nothing in the consumer's hands fails the connection at once")
     func failureNotHeld() {
         var (engine, now) = openEngine()

@@ -64,17 +64,27 @@ struct EngineUnderTest {
         takeEvents()
     }
 
-    /// Splits masked client frames into opcode and unmasked payload (payloads < 126 bytes).
+    /// Splits masked client frames into opcode and unmasked payload (any length RFC 6455
+    /// 5.2 allows; a frame cut short at the end is left out).
     static func unmask(_ bytes: [UInt8]) -> [(opcode: UInt8, payload: [UInt8])] {
         var frames: [(UInt8, [UInt8])] = []
         var index = 0
-        while index + 6 <= bytes.count {
+        while index + 2 <= bytes.count {
             #expect(bytes[index + 1] & 0x80 != 0, "every client frame is masked")
-            let length = Int(bytes[index + 1] & 0x7F)
-            let key = Array(bytes[index + 2..<index + 6])
-            let payload = (0..<length).map { bytes[index + 6 + $0] ^ key[$0 % 4] }
+            var length = Int(bytes[index + 1] & 0x7F)
+            var header = 2
+            let extra = length == 126 ? 2 : length == 127 ? 8 : 0
+            guard index + header + extra + 4 <= bytes.count else { break }
+            if extra > 0 {
+                length = bytes[index + 2..<index + 2 + extra].reduce(0) { $0 << 8 | Int($1) }
+                header += extra
+            }
+            let key = Array(bytes[index + header..<index + header + 4])
+            header += 4
+            guard index + header + length <= bytes.count else { break }
+            let payload = (0..<length).map { bytes[index + header + $0] ^ key[$0 % 4] }
             frames.append((bytes[index] & 0x0F, payload))
-            index += 6 + length
+            index += header + length
         }
         return frames
     }

@@ -134,7 +134,9 @@ extension ConnectionStateMachine {
             .protocolViolation(closeCode: failure.code, reason: failure.reason)
         }
         let frame = failed(with: error, closeCode: failure.code, reason: failure.reason, behindQueuedMessages: behindQueuedMessages)
-        moveCloseDeadline(.failing, now: now)
+        // A close queued behind replies gets the close timeout to go out, as a user's close
+        // behind queued messages does; the short linger starts once it is on the wire.
+        moveCloseDeadline(behindQueuedMessages ? .closeTimeout : .failing, now: now)
         return Failing(failure: failure, error: error, closeFrame: frame, failedSenders: takeParkedSendersIfClosing())
     }
 
