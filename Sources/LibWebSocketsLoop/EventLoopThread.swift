@@ -286,7 +286,8 @@ package final class EventLoopThread: TaskExecutor {
     /// Stops the loop, destroys the context on the loop thread and waits for the thread to end.
     package func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow: Bool = inbox.withLock { inbox in
+            // lws logs in `lws_cancel_service`: on the loop thread its line waits for the lock's release.
+            let resumeNow: Bool = LWSLogging.holdingLines { inbox.withLock { inbox in
                 switch inbox.runState {
                 case .notStarted, .stopped:
                     inbox.runState = .stopped
@@ -297,7 +298,7 @@ package final class EventLoopThread: TaskExecutor {
                     if let context = inbox.context { lws_cancel_service(context.pointer) }
                     return false
                 }
-            }
+            } }
             if resumeNow { continuation.resume() }
         }
     }
