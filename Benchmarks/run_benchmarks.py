@@ -631,8 +631,12 @@ W9_BEFORE = {
 
 
 def w9_clients(args):
-    """W9's clients: ours, raw C when wsbench-c has W9, python websockets when its client runs."""
-    clients = {"websocketstreams": [os.path.join(args.bin, "wsbench"), "--ping-interval", "0"]}
+    """W9's clients: ours, raw C (lws with its permessage-deflate extension), python websockets
+    when its client runs."""
+    clients = {"websocketstreams": [os.path.join(args.bin, "wsbench"), "--ping-interval", "0"],
+               # lws on libev's epoll, as ours runs (its own poll() is O(sockets) a pass: 8.7 ms of CPU
+               # per message at 10,000 connections, and the rounds ran 9x late).
+               "raw-c": [args.wsbench_c, "--event-lib", "ev"]}
     if args.w9_python:
         clients["python-websockets"] = [args.w9_python, os.path.join(os.path.dirname(__file__), "peers", "websockets",
                                                                      "wsbench_websockets.py")]
@@ -687,7 +691,10 @@ def w9_section(args, workdir):
             f"each sending a 1 KiB JSON text of the trade feed and reading its echo every {W9_PERIOD} s, "
             f"{W9_ROUNDS} rounds, the connections spread evenly over the period; one run per client, against "
             "TestServer with compression (libwebsockets compresses with 15-bit windows whatever is asked) and "
-            "python websockets' server (12-bit windows, memLevel 5, honoured). RSS per connection after the first "
+            "python websockets' server (12-bit windows, memLevel 5, honoured). Raw C is lws's client with lws's own "
+            "permessage-deflate extension and its default offer (`client_max_window_bits`), as lws's examples enable it, "
+            "on libev's epoll (`--event-lib ev`). "
+            "RSS per connection after the first "
             "round (every connection has talked; `_idle`: before any message) minus the RSS before connecting; TCP "
             "payload bytes per message each way (frame headers included; `TCP_INFO`); client CPU per message sent "
             "and its echo read (one run: noisy). Ours runs without keep-alive pings (`--ping-interval 0`), as the "

@@ -7,15 +7,23 @@
  * client's (receive buffer, send limit, several frames per writable callback while
  * nothing is buffered), so the comparison is of the layer, not of tuning.
  *
- *   wsbench-c --workload W1..W7 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]
+ *   wsbench-c --workload W1..W7|W9 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]
  *             [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM]
- *             [--hold S] [--ping-interval S] [--event-lib poll|ev]
+ *             [--hold S] [--ping-interval S] [--period S] [--event-lib poll|ev]
  *
  * W7 (scale): open --connections (default 10,000; at most --inflight handshakes at a time,
  * default 100), hold them --hold seconds (default 45) with keep-alive pings every
  * --ping-interval seconds (default 20; 0: none), then close them all; reports the open and
  * close times per 1,000, RSS per connection, the CPU used while holding and connections
  * lost meanwhile. Its time limit defaults to --hold + 120 s, as wsbench's does.
+ *
+ * W9 (talking connections): open --connections (default 1,000) with lws's own
+ * permessage-deflate offer (its pm-deflate extension, as lws's examples enable it), then
+ * --count rounds (default 3): every connection sends one --size (1 KiB) JSON text of the same
+ * trade feed as wsbench's (the same bytes) and reads its echo, once per --period seconds
+ * (default 10), the connections spread evenly over it; every echo is checked byte for byte.
+ * Reports RSS per connection after the first round (and before any message, and at the end),
+ * TCP payload bytes per message each way (TCP_INFO) and CPU per message, as wsbench does.
  *
  * --event-lib ev runs lws on its libev plugin (libwebsockets-evlib-ev) over an epoll loop of
  * this program's, as WebSocketStreams runs it, instead of lws's own poll() (the default).
@@ -32,7 +40,11 @@
  *
  * Prints one JSON line, like wsbench.
  */
+#include <dirent.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
 #include <libwebsockets.h>
 #include <math.h>
 #include <signal.h>
@@ -45,7 +57,7 @@
 
 #define SEND_LIMIT (128 * 1024 + 64)
 
-enum workload { W1 = 1, W2, W3, W4, W5, W6, W7 };
+enum workload { W1 = 1, W2, W3, W4, W5, W6, W7, W9 = 9 };
 
 static struct {
 	enum workload workload;
@@ -53,6 +65,7 @@ static struct {
 	long count, size, inflight, connections;
 	double time_limit;
 	double hold, ping_interval;  /* W7 */
+	double period;               /* W9 */
 	char host[256], path[1024];
 	int port;
 	int secure;                  /* wss:// */
@@ -72,6 +85,12 @@ static struct {
 	int closing;                 /* asked every connection to close */
 	long *ping_order;            /* ring of slots, in the order their pings fall due */
 	long ping_head, ping_count;
+	/* W9 */
+	char **feed;                 /* 1,000 JSON texts of --size bytes */
+	long round, index;           /* the slot being served */
+	double rounds_started;
+	long talked_rss;             /* after the first round */
+	const char *failure;         /* why the run stopped early */
 } b;
 
 struct per_connection {
@@ -82,6 +101,9 @@ struct per_connection {
 	int is_established;
 	double ping_due;             /* W7 */
 	int ping_wanted, awaiting_pong;
+	int send_wanted;             /* W9: its slot is due */
+	char *echo;                  /* W9: the echo being received (--size bytes at most) */
+	long echo_length;
 };
 
 /* --event-lib ev: the few libev calls used, found in libev.so.4 at run time; loop is NULL
@@ -224,12 +246,144 @@ static void pings_due(lws_sorted_usec_list_t *sul) {
 	arm_ping_timer();
 }
 
+/* W9's feed: the trade feed wsbench (JSONFeed.swift) and the python peer send, byte for
+ * byte: SplitMix64 from 0x5EED, and numbers written as Swift writes a Double (the shortest
+ * digits that read back the same, with ".0" on a whole number). */
+static uint64_t splitmix_state = 0x5EED;
+static uint64_t splitmix_next(void) {
+	splitmix_state += 0x9E3779B97F4A7C15ull;
+	uint64_t z = splitmix_state;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static void swift_double(double value, char *out, size_t size) {
+	for (int decimals = 0; decimals <= 17; decimals++) {
+		snprintf(out, size, "%.*f", decimals, value);
+		if (strtod(out, NULL) == value) {
+			if (decimals == 0) strncat(out, ".0", size - strlen(out) - 1);
+			return;
+		}
+	}
+}
+
+static char **json_feed(long count, long size) {
+	static const char *symbols[] = { "BTCUSD", "ETHUSD", "SOLUSD", "XRPUSD" };
+	char **feed = calloc((size_t)count, sizeof *feed);
+	long sequence = 0;
+	for (long m = 0; m < count; m++) {
+		size_t capacity = (size_t)size + 256, length = 1;
+		char *text = malloc(capacity);
+		text[0] = '[';
+		while ((long)length < size) {
+			sequence++;
+			char price[64], quantity[64];
+			swift_double((double)(splitmix_next() % 6000000) / 100, price, sizeof price);
+			swift_double((double)(splitmix_next() % 50000) / 10000, quantity, sizeof quantity);
+			const char *side = splitmix_next() % 2 == 0 ? "buy" : "sell";
+			const char *symbol = symbols[splitmix_next() % 4];
+			char trade[256];
+			int n = snprintf(trade, sizeof trade, "{\"sym\":\"%s\",\"px\":%s,\"qty\":%s,\"ts\":%lld,\"side\":\"%s\"},",
+			                 symbol, price, quantity, 1700000000000LL + sequence * 37, side);
+			if (length + (size_t)n + 1 > capacity) { capacity = (length + (size_t)n) * 2; text = realloc(text, capacity); }
+			memcpy(text + length, trade, (size_t)n);
+			length += (size_t)n;
+		}
+		text[size] = '\0'; /* cut to length, as wsbench does */
+		feed[m] = text;
+	}
+	return feed;
+}
+
+/* TCP payload bytes this process's sockets have had acknowledged and have received, over
+ * every descriptor (TCP_INFO's tcpi_bytes_acked and tcpi_bytes_received, at their kernel ABI
+ * offsets, as wsbench reads them). */
+static void tcp_payload_bytes(long long *sent, long long *received) {
+	*sent = *received = 0;
+	DIR *directory = opendir("/proc/self/fd");
+	if (!directory) return;
+	struct dirent *entry;
+	while ((entry = readdir(directory))) {
+		char *end;
+		long fd = strtol(entry->d_name, &end, 10);
+		if (*end || end == entry->d_name) continue;
+		unsigned char info[232];
+		socklen_t length = sizeof info;
+		if (getsockopt((int)fd, IPPROTO_TCP, TCP_INFO, info, &length) || length < 136) continue;
+		uint64_t acked, got;
+		memcpy(&acked, info + 120, 8);
+		memcpy(&got, info + 128, 8);
+		*sent += (long long)acked;
+		*received += (long long)got;
+	}
+	closedir(directory);
+}
+
+/* W9's slots: one connection sends at a time, as wsbench's driver does (the next slot waits
+ * for the echo). The service loop starts a slot once it is due; a POSIX timer's signal wakes
+ * the loop for it (lws_cancel_service), on either event library: lws's own timers run late on
+ * its libev plugin (see `wake`). */
+static double slot_due_at;
+static int slot_pending;
+static timer_t slot_timer;
+static int slot_timer_made;
+
+static void start_slot(void) {
+	slot_pending = 0;
+	struct lws *wsi = b.established[b.index];
+	if (!wsi) { b.failure = "a connection closed"; b.interrupted = 1; lws_cancel_service(b.context); return; }
+	((struct per_connection *)lws_wsi_user(wsi))->send_wanted = 1;
+	lws_callback_on_writable(wsi);
+}
+
+static void wake(int signal_number);
+
+static void schedule_slot(void) {
+	double slot = b.period / (double)(b.open > 0 ? b.open : 1);
+	slot_due_at = b.rounds_started + b.period * (double)b.round + slot * (double)b.index;
+	slot_pending = 1;
+	double wait = slot_due_at - now();
+	if (wait <= 0) return; /* the loop starts it at once */
+	if (!slot_timer_made) {
+		struct sigevent event;
+		memset(&event, 0, sizeof event);
+		event.sigev_notify = SIGEV_SIGNAL;
+		event.sigev_signo = SIGUSR1;
+		if (timer_create(CLOCK_MONOTONIC, &event, &slot_timer)) return;
+		slot_timer_made = 1;
+	}
+	struct itimerspec when;
+	memset(&when, 0, sizeof when);
+	when.it_value.tv_sec = (time_t)wait;
+	when.it_value.tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9);
+	if (!when.it_value.tv_sec && !when.it_value.tv_nsec) when.it_value.tv_nsec = 1;
+	timer_settime(slot_timer, 0, &when, NULL);
+}
+
+/* An echo arrived whole on the slot's connection: checked, then the next slot. */
+static void echo_received(struct per_connection *pc) {
+	const char *sent = b.feed[(b.index * b.count + b.round) % 1000];
+	if (pc->echo_length != b.size || memcmp(pc->echo, sent, (size_t)b.size)) {
+		b.failure = "an echo differs from the message sent";
+		b.interrupted = 1;
+		return;
+	}
+	b.completed++;
+	if (++b.index == b.open) {
+		b.index = 0;
+		if (b.round == 0) b.talked_rss = rss_kb();
+		if (++b.round == b.count) { b.end = now(); b.interrupted = 1; return; }
+	}
+	schedule_slot();
+}
+
 static int done(void) {
 	switch (b.workload) {
 	case W1: case W2: case W3: case W4: return b.completed >= b.count;
 	case W5: return b.open + b.failed >= b.connections;
 	case W6: return b.completed >= b.count * b.connections;
-	case W7: return 0; /* run_scale runs W7's steps and decides when each is done */
+	case W7: case W9: return 0; /* run_scale and run_talking decide */
 	}
 	return 1;
 }
@@ -246,6 +400,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 	struct per_connection *pc = (struct per_connection *)user;
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
+		if (b.workload == W9) {
+			pc->slot = b.open;
+			pc->is_established = 1;
+			b.established[pc->slot] = wsi;
+		}
 		if (b.workload == W7) {
 			pc->slot = b.open;
 			pc->is_established = 1;
@@ -289,6 +448,19 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 				b.sent++;
 			}
 			break;
+		case W9:
+			if (b.closing) {
+				lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
+				return -1;
+			}
+			if (pc->send_wanted) {
+				pc->send_wanted = 0;
+				pc->echo_length = 0;
+				const char *text = b.feed[(b.index * b.count + b.round) % 1000];
+				memcpy(b.buffer + LWS_PRE, text, (size_t)b.size);
+				if (lws_write(wsi, b.buffer + LWS_PRE, (size_t)b.size, LWS_WRITE_TEXT) < 0) return -1;
+			}
+			break;
 		case W7:
 			/* Asked to close: lws sends close 1000 and waits for the server's close. */
 			if (b.closing) {
@@ -310,6 +482,14 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		}
 		break;
 	case LWS_CALLBACK_CLIENT_RECEIVE:
+		if (b.workload == W9) {
+			if (!pc->echo) pc->echo = malloc((size_t)b.size);
+			if (pc->echo_length + (long)len <= b.size) memcpy(pc->echo + pc->echo_length, in, len);
+			pc->echo_length += (long)len;
+			if (lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi)) echo_received(pc);
+			if (b.interrupted) lws_cancel_service(b.context);
+			break;
+		}
 		pc->received_bytes += (long)len;
 		if (!lws_is_final_fragment(wsi)) break;
 		pc->received_bytes = 0;
@@ -336,6 +516,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:
 		b.closed++;
+		if (pc && pc->echo) { free(pc->echo); pc->echo = NULL; }
 		if (pc && pc->is_established) {
 			pc->is_established = 0;
 			if (b.established) b.established[pc->slot] = NULL;
@@ -392,9 +573,9 @@ static void start_wake_timer(double first, double period) {
 }
 
 static void usage(void) {
-	fprintf(stderr, "usage: wsbench-c --workload W1..W7 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]"
+	fprintf(stderr, "usage: wsbench-c --workload W1..W7|W9 --url ws[s]://HOST[:PORT]/PATH [--count N] [--size BYTES]"
 		" [--inflight K] [--connections C] [--time-limit S] [--ca-file PEM] [--hold S] [--ping-interval S]"
-		" [--event-lib poll|ev]\n");
+		" [--period S] [--event-lib poll|ev]\n");
 	exit(2);
 }
 
@@ -505,10 +686,74 @@ static int run_scale(void) {
 	return ok;
 }
 
+/* W9, like wsbench's TalkingConnectionsWorkload: open (--inflight handshakes at a time), then
+ * the rounds; prints the JSON line and returns ok. */
+static int run_talking(void) {
+	long target = b.connections > 0 ? b.connections : 1;
+	long started = 0, window = b.inflight > 0 ? b.inflight : 1;
+	b.established = calloc((size_t)target, sizeof *b.established);
+	memset(b.established, 0, (size_t)target * sizeof *b.established);
+	b.feed = json_feed(1000, b.size);
+	long rss_before = rss_kb();
+	double open_started = now();
+	while (!b.interrupted && b.open + b.failed < target) {
+		while (started < target && started - b.open - b.failed < window) {
+			started++;
+			if (!connect_one()) b.failed++;
+		}
+		if (b.open + b.failed >= target) break;
+		if (service() < 0) break;
+	}
+	double open_s = now() - open_started;
+	long idle_rss = rss_kb();
+	b.talked_rss = idle_rss;
+	long long sent_before, received_before, sent_after, received_after;
+	tcp_payload_bytes(&sent_before, &received_before);
+	double cpu_before = cpu_seconds();
+	b.rounds_started = now();
+	if (b.open == target && !b.interrupted) {
+		schedule_slot();
+		while (!b.interrupted) {
+			if (slot_pending && now() >= slot_due_at) start_slot();
+			if (b.interrupted || service() < 0) break;
+		}
+	}
+	double cpu = cpu_seconds() - cpu_before;
+	if (!b.end) b.end = now();
+	double elapsed = b.end - b.rounds_started;
+	tcp_payload_bytes(&sent_after, &received_after);
+	long end_rss = rss_kb();
+	int ok = b.open == target && !b.failure && b.completed == target * b.count;
+	if (b.failure) fprintf(stderr, "%s\n", b.failure);
+	else if (!ok) fprintf(stderr, "time limit reached or connections failed (%ld of %ld open)\n", b.open, target);
+
+	/* Close every connection; done when the last close handshake is. */
+	b.interrupted = 0;
+	b.closing = 1;
+	slot_pending = 0;
+	for (long slot = 0; slot < b.open; slot++)
+		if (b.established[slot]) lws_callback_on_writable(b.established[slot]);
+	double close_deadline = now() + 30;
+	while (!b.interrupted && b.ended < b.open && now() < close_deadline)
+		if (service() < 0) break;
+
+	double open = (double)(b.open > 0 ? b.open : 1), messages = (double)(b.completed > 0 ? b.completed : 1);
+	printf("{\"client\":\"raw-c\",\"workload\":\"W9\",\"ok\":%s,\"count\":%ld,\"completed\":%ld,\"elapsed_s\":%.6f",
+	       ok ? "true" : "false", target * b.count, b.completed, elapsed);
+	printf(",\"connections\":%ld,\"open_s\":%.6f,\"rss_per_conn_kb\":%.2f,\"rss_per_conn_kb_idle\":%.2f"
+	       ",\"rss_per_conn_kb_end\":%.2f",
+	       b.open, open_s, (double)(b.talked_rss - rss_before) / open, (double)(idle_rss - rss_before) / open,
+	       (double)(end_rss - rss_before) / open);
+	printf(",\"wire_bytes_per_msg_out\":%.2f,\"wire_bytes_per_msg_in\":%.2f,\"cpu_us_per_msg\":%.2f}\n",
+	       (double)(sent_after - sent_before) / messages, (double)(received_after - received_before) / messages,
+	       cpu / messages * 1e6);
+	return ok;
+}
+
 int main(int argc, char **argv) {
 	const char *workload = NULL, *event_lib = "poll";
 	b.count = -1; b.size = -1; b.inflight = -1; b.connections = -1; b.time_limit = -1;
-	b.hold = 45; b.ping_interval = 20;
+	b.hold = 45; b.ping_interval = 20; b.period = 10;
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc) usage();
 		if (!strcmp(argv[i], "--workload")) workload = argv[++i];
@@ -521,21 +766,24 @@ int main(int argc, char **argv) {
 		else if (!strcmp(argv[i], "--ca-file")) b.ca_file = argv[++i];
 		else if (!strcmp(argv[i], "--hold")) b.hold = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--ping-interval")) b.ping_interval = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--period")) b.period = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--event-lib")) event_lib = argv[++i];
 		else usage();
 	}
 	if (!workload || !b.url || strlen(workload) != 2 || workload[0] != 'W' || parse_url(b.url)) usage();
 	b.workload = (enum workload)(workload[1] - '0');
-	if (b.workload < W1 || b.workload > W7) usage();
-	static const long default_count[] = { 0, 20000, 100000, 50, 200000, 1000, 2000, 10000 };
-	static const long default_size[] = { 0, 32, 1024, 4 * 1024 * 1024, 128, 0, 128, 0 };
+	if (b.workload < W1 || (b.workload > W7 && b.workload != W9)) usage();
+	static const long default_count[] = { 0, 20000, 100000, 50, 200000, 1000, 2000, 10000, 0, 3 };
+	static const long default_size[] = { 0, 32, 1024, 4 * 1024 * 1024, 128, 0, 128, 0, 0, 1024 };
 	if (b.count < 0) b.count = default_count[b.workload];
 	if (b.size < 0) b.size = default_size[b.workload];
-	if (b.inflight < 0) b.inflight = b.workload == W7 ? 100 : 64;
+	if (b.inflight < 0) b.inflight = b.workload == W7 || b.workload == W9 ? 100 : 64;
 	if (b.connections < 0)
-		b.connections = b.workload == W5 || b.workload == W7 ? b.count : b.workload == W6 ? 100 : 1;
-	if (b.time_limit < 0) b.time_limit = b.workload == W7 ? b.hold + 120 : 60;
-	if (b.hold < 0 || b.ping_interval < 0) usage();
+		b.connections = b.workload == W5 || b.workload == W7 ? b.count : b.workload == W6 ? 100
+			: b.workload == W9 ? 1000 : 1;
+	if (b.time_limit < 0)
+		b.time_limit = b.workload == W7 ? b.hold + 120 : b.workload == W9 ? b.count * b.period + 240 : 60;
+	if (b.hold < 0 || b.ping_interval < 0 || b.period <= 0) usage();
 	if (strcmp(event_lib, "poll") && strcmp(event_lib, "ev")) usage();
 	raise_descriptor_limit();
 	if (!strcmp(event_lib, "ev") && load_libev()) return 1;
@@ -560,6 +808,12 @@ int main(int argc, char **argv) {
 		 * verify paths, which honour SSL_CERT_FILE). */
 		info.client_ssl_ca_filepath = b.ca_file;
 	}
+	/* W9: lws's permessage-deflate, offered as lws's own examples offer it. */
+	static const struct lws_extension extensions[] = {
+		{ "permessage-deflate", lws_extension_callback_pm_deflate, "permessage-deflate; client_max_window_bits" },
+		{ NULL, NULL, NULL }
+	};
+	if (b.workload == W9) info.extensions = extensions;
 	void *foreign_loops[1] = { ev.loop };
 	if (ev.loop) {
 		info.options |= LWS_SERVER_OPTION_LIBEV;
@@ -572,8 +826,8 @@ int main(int argc, char **argv) {
 	signal(SIGUSR1, wake);
 	if (ev.loop) start_wake_timer(1, 1);
 	alarm((unsigned int)(b.time_limit + 0.999));
-	if (b.workload == W7) {
-		int ok = run_scale();
+	if (b.workload == W7 || b.workload == W9) {
+		int ok = b.workload == W7 ? run_scale() : run_talking();
 		lws_context_destroy(b.context);
 		if (ev.loop) ev.loop_destroy(ev.loop);
 		return ok ? 0 : 1;
@@ -611,7 +865,7 @@ int main(int argc, char **argv) {
 		printf(",\"open_s\":%.6f,\"rss_per_conn_kb\":%.2f", elapsed,
 		       b.open ? (double)(rss_after - rss_before) / (double)b.open : 0.0);
 		break;
-	case W7: /* run_scale printed its own */
+	case W7: case W9: /* run_scale and run_talking printed their own */
 		break;
 	}
 	printf("}\n");
