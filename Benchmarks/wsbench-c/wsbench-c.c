@@ -629,11 +629,25 @@ static int connect_one(void) {
 	return lws_client_connect_via_info(&ci) != NULL;
 }
 
+/* Opens `target` connections, at most `window` handshakes at a time (topped up after every
+ * service pass), as wsbench's ConnectionBatch does; returns when each is open or failed. */
+static void open_connections(long target, long window) {
+	long started = 0;
+	while (!b.interrupted && b.open + b.failed < target) {
+		while (started < target && started - b.open - b.failed < window) {
+			started++;
+			if (!connect_one()) b.failed++;
+		}
+		if (b.open + b.failed >= target) break;
+		if (service() < 0) break;
+	}
+}
+
 /* W7, like wsbench's ScaleWorkload: open (at most --inflight handshakes at a time, topped
  * up after every service pass), hold, close; prints the JSON line and returns ok. */
 static int run_scale(void) {
 	if (b.connections < 1) b.connections = 1;
-	long target = b.connections, started = 0;
+	long target = b.connections;
 	long window = b.inflight > 0 ? b.inflight : 1;
 	b.established = calloc((size_t)target, sizeof *b.established);
 	b.ping_order = calloc((size_t)target, sizeof *b.ping_order);
@@ -643,14 +657,7 @@ static int run_scale(void) {
 
 	long rss_before = rss_kb();
 	double open_started = now();
-	while (!b.interrupted && b.open + b.failed < target) {
-		while (started < target && started - b.open - b.failed < window) {
-			started++;
-			if (!connect_one()) b.failed++;
-		}
-		if (b.open + b.failed >= target) break;
-		if (service() < 0) break;
-	}
+	open_connections(target, window);
 	double open_s = now() - open_started;
 	long rss_after = rss_kb();
 
@@ -690,20 +697,13 @@ static int run_scale(void) {
  * the rounds; prints the JSON line and returns ok. */
 static int run_talking(void) {
 	long target = b.connections > 0 ? b.connections : 1;
-	long started = 0, window = b.inflight > 0 ? b.inflight : 1;
+	long window = b.inflight > 0 ? b.inflight : 1;
 	b.established = calloc((size_t)target, sizeof *b.established);
 	memset(b.established, 0, (size_t)target * sizeof *b.established);
 	b.feed = json_feed(1000, b.size);
 	long rss_before = rss_kb();
 	double open_started = now();
-	while (!b.interrupted && b.open + b.failed < target) {
-		while (started < target && started - b.open - b.failed < window) {
-			started++;
-			if (!connect_one()) b.failed++;
-		}
-		if (b.open + b.failed >= target) break;
-		if (service() < 0) break;
-	}
+	open_connections(target, window);
 	double open_s = now() - open_started;
 	long idle_rss = rss_kb();
 	b.talked_rss = idle_rss;
